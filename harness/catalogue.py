@@ -1,0 +1,151 @@
+"""The spec catalogue: every testable assertion of the protocol as data, loaded and validated from YAML."""
+from __future__ import annotations
+
+import math
+import operator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Iterable
+
+import yaml
+
+TIERS = ("unit", "integration", "benchmark")
+REQUIRED_KEYS = ("id", "title", "marker", "metric", "comparator", "threshold", "source")
+OPTIONAL_KEYS = ("expected", "note", "issue")
+
+_COMPARATORS: dict[str, Callable[[Any, Any], bool]] = {
+    ">=": operator.ge,
+    ">": operator.gt,
+    "<=": operator.le,
+    "<": operator.lt,
+    "==": operator.eq,
+    "!=": operator.ne,
+    "in": lambda v, t: v in t,
+    "between": lambda v, t: t[0] <= v <= t[1],
+}
+
+
+class CatalogueError(ValueError):
+    """A catalogue file is malformed; the message names the file, the spec id and the field."""
+
+
+@dataclass(frozen=True)
+class Spec:
+    """One testable assertion: measured `metric` must satisfy `comparator threshold`."""
+
+    id: str
+    title: str
+    marker: str
+    metric: str
+    comparator: str
+    threshold: Any
+    source: str
+    expected: str = ""
+    note: str = ""
+    issue: int | None = None
+    file: str = field(default="", compare=False)
+
+    def holds(self, value: Any) -> bool:
+        """Whether a measured value satisfies this spec (NaN never does)."""
+        if isinstance(value, float) and math.isnan(value):
+            return False
+        return bool(_COMPARATORS[self.comparator](value, self.threshold))
+
+    @property
+    def condition(self) -> str:
+        return f"{self.metric} {self.comparator} {self.threshold!r}"
+
+
+class Catalogue:
+    """All specs by id, in file order."""
+
+    def __init__(self, specs: Iterable[Spec]):
+        self._specs: dict[str, Spec] = {}
+        for s in specs:
+            self._specs[s.id] = s
+
+    def __getitem__(self, spec_id: str) -> Spec:
+        try:
+            return self._specs[spec_id]
+        except KeyError:
+            raise KeyError(f"unknown spec id {spec_id!r}; the catalogue has no such id") from None
+
+    def __contains__(self, spec_id: object) -> bool:
+        return spec_id in self._specs
+
+    def __iter__(self):
+        return iter(self._specs.values())
+
+    def __len__(self) -> int:
+        return len(self._specs)
+
+    def ids(self, marker: str | None = None) -> list[str]:
+        return [s.id for s in self if marker is None or s.marker == marker]
+
+
+def _validate_entry(entry: Any, path: Path, index: int) -> Spec:
+    where = f"{path}: entry #{index + 1}"
+    if not isinstance(entry, dict):
+        raise CatalogueError(f"{where}: expected a mapping, got {type(entry).__name__}")
+    sid = entry.get("id")
+    if sid:
+        where = f"{path}: spec {sid}"
+    unknown = sorted(set(entry) - set(REQUIRED_KEYS) - set(OPTIONAL_KEYS))
+    if unknown:
+        raise CatalogueError(f"{where}: unknown key(s) {', '.join(unknown)}")
+    for key in REQUIRED_KEYS:
+        if key not in entry or entry[key] is None or entry[key] == "":
+            raise CatalogueError(f"{where}: missing field '{key}'")
+    if not isinstance(sid, str):
+        raise CatalogueError(f"{where}: field 'id' must be a string")
+    if entry["marker"] not in TIERS:
+        raise CatalogueError(f"{where}: field 'marker' is {entry['marker']!r}, expected one of {', '.join(TIERS)}")
+    comp = entry["comparator"]
+    if comp not in _COMPARATORS:
+        raise CatalogueError(
+            f"{where}: field 'comparator' is {comp!r}, expected one of {', '.join(_COMPARATORS)}"
+        )
+    thr = entry["threshold"]
+    if comp == "between" and not (isinstance(thr, list) and len(thr) == 2):
+        raise CatalogueError(f"{where}: field 'threshold' must be [low, high] for comparator 'between'")
+    if comp == "in" and not isinstance(thr, list):
+        raise CatalogueError(f"{where}: field 'threshold' must be a list for comparator 'in'")
+    if comp in (">=", ">", "<=", "<") and not isinstance(thr, (int, float)):
+        raise CatalogueError(f"{where}: field 'threshold' must be a number for comparator {comp!r}")
+    return Spec(**{k: entry[k] for k in REQUIRED_KEYS + OPTIONAL_KEYS if k in entry}, file=str(path))
+
+
+def spec_files(paths: Iterable[str | Path]) -> list[Path]:
+    """Expand directories to their `*.yaml` files (sorted); keep files as given."""
+    out: list[Path] = []
+    for p in map(Path, paths):
+        if p.is_dir():
+            out.extend(sorted(p.glob("*.yaml")))
+        elif p.exists():
+            out.append(p)
+        else:
+            raise CatalogueError(f"{p}: spec file not found")
+    return out
+
+
+def load_catalogue(paths: Iterable[str | Path]) -> Catalogue:
+    """Load and validate spec files; duplicate ids across files are an error naming both files."""
+    seen: dict[str, Spec] = {}
+    for path in spec_files(paths):
+        try:
+            data = yaml.safe_load(path.read_text(encoding="utf-8"))
+        except yaml.YAMLError as exc:
+            mark = getattr(exc, "problem_mark", None)
+            line = f" line {mark.line + 1}" if mark else ""
+            raise CatalogueError(f"{path}:{line} invalid YAML: {exc}") from None
+        if data is None:
+            continue
+        entries = data.get("specs") if isinstance(data, dict) else None
+        if not isinstance(entries, list):
+            raise CatalogueError(f"{path}: expected a top-level 'specs:' list")
+        for i, entry in enumerate(entries):
+            spec = _validate_entry(entry, path, i)
+            if spec.id in seen:
+                raise CatalogueError(f"{path}: spec {spec.id}: duplicate id (first defined in {seen[spec.id].file})")
+            seen[spec.id] = spec
+    return Catalogue(seen.values())

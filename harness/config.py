@@ -1,0 +1,138 @@
+"""One typed configuration: the protocol's `wsop.yaml` plus the harness's own settings.
+
+Nothing else in `harness/` reads environment variables; the plugin and the CLI build a
+`HarnessConfig` from a YAML file and command-line options and pass it down.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+DEFAULT_LOCAL_MODEL = "local/smollm2-135m-instruct"
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class HydeConfig(_Strict):
+    enabled: bool = True
+    llm: str | None = None
+    temperature: float = 0.7
+    max_tokens: int = 256
+    num_documents: int = 1
+    include_query: bool = True
+    cache_ttl: int = 3600
+
+
+class CragConfig(_Strict):
+    enabled: bool = True
+    evaluator_model: str = "reranker"
+    scorer: Literal["reranker", "llm"] = "reranker"
+    upper_threshold: float = 0.7
+    lower_threshold: float = 0.3
+    strip_threshold: float = 0.5
+
+    @model_validator(mode="after")
+    def _ordered(self) -> "CragConfig":
+        if not 0.0 <= self.lower_threshold < self.upper_threshold <= 1.0:
+            raise ValueError("crag thresholds must satisfy 0 <= lower_threshold < upper_threshold <= 1")
+        return self
+
+
+class FusionConfig(_Strict):
+    enabled: bool = True
+    num_queries: int = 4
+    rrf_k: int = 60
+    top_k_per_query: int = 10
+    final_top_k: int = 5
+    temperature: float = 0.8
+    max_tokens: int = 200
+
+
+class RewriteConfig(_Strict):
+    enabled: bool = True
+    model: str = "llm"
+    use_rl: bool = False
+    max_length: int = 64
+
+
+class RoutingConfig(_Strict):
+    auto_classify: bool = True
+    simple_threshold: float = 0.3
+    complex_threshold: float = 0.7
+
+
+class FallbackConfig(_Strict):
+    web_search_on_incorrect: bool = True
+    max_web_results: int = 10
+
+
+class WSOPConfig(_Strict):
+    """The protocol's configuration section (§7), field for field."""
+
+    version: str = "1.1.0"
+    hyde: HydeConfig = Field(default_factory=HydeConfig)
+    crag: CragConfig = Field(default_factory=CragConfig)
+    rag_fusion: FusionConfig = Field(default_factory=FusionConfig)
+    query_rewriting: RewriteConfig = Field(default_factory=RewriteConfig)
+    routing: RoutingConfig = Field(default_factory=RoutingConfig)
+    fallback: FallbackConfig = Field(default_factory=FallbackConfig)
+
+
+class LLMSettings(_Strict):
+    model: str = DEFAULT_LOCAL_MODEL
+    timeout_s: float = 60.0
+    max_attempts: int = 3
+    backoff_s: float = 1.0
+    concurrency: int = 4
+    cache: bool = True
+    api_base: str | None = None
+
+
+class HarnessSettings(_Strict):
+    report_dir: Path = Path("reports")
+    cache_dir: Path = Path(".cache/rag-harness")
+    data_dir: Path = Path("../shared/data")
+    embedder: str = "all-MiniLM-L6-v2"
+    reranker: str = "maxsim-minilm"
+    seed: int = 13
+    llm: LLMSettings = Field(default_factory=LLMSettings)
+
+
+class HarnessConfig(_Strict):
+    wsop: WSOPConfig = Field(default_factory=WSOPConfig)
+    harness: HarnessSettings = Field(default_factory=HarnessSettings)
+
+
+class ConfigError(ValueError):
+    """A configuration file is invalid; the message names the file and the field."""
+
+
+def load_config(path: str | Path | None = None, **overrides: Any) -> HarnessConfig:
+    """Build the config from a YAML file (optional) and dotted overrides like `harness.llm.model=...`."""
+    data: dict[str, Any] = {}
+    if path is not None:
+        p = Path(path)
+        try:
+            data = yaml.safe_load(p.read_text(encoding="utf-8")) or {}
+        except yaml.YAMLError as exc:
+            raise ConfigError(f"{p}: invalid YAML: {exc}") from None
+    for dotted, value in overrides.items():
+        if value is None:
+            continue
+        node = data
+        keys = dotted.split(".")
+        for k in keys[:-1]:
+            node = node.setdefault(k, {})
+        node[keys[-1]] = value
+    try:
+        return HarnessConfig.model_validate(data)
+    except ValidationError as exc:
+        where = f"{path}" if path else "configuration"
+        first = exc.errors()[0]
+        field = ".".join(str(x) for x in first["loc"])
+        raise ConfigError(f"{where}: field '{field}': {first['msg']}") from None

@@ -1,0 +1,63 @@
+"""TREC run and qrels files (whitespace-separated, as trec_eval reads them)."""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Mapping
+
+from harness.data.errors import DataError
+from harness.data.jsonl import SkipLog
+from harness.metrics.ranking import order_run
+
+
+def _rows(path: Path, ncols: int, skips: SkipLog, strict: bool):
+    with path.open(encoding="utf-8") as fh:
+        for n, raw in enumerate(fh, 1):
+            parts = raw.split()
+            if not parts:
+                continue
+            if len(parts) != ncols:
+                skips.handle(DataError(path, n, None, f"expected {ncols} columns, got {len(parts)}"), strict)
+                continue
+            yield n, parts
+
+
+def read_trec_qrels(path: str | Path, *, strict: bool = True, skips: SkipLog | None = None) -> dict[str, dict[str, int]]:
+    """`qid iter docid rel` lines -> {qid: {docid: rel}} (non-positive grades kept out)."""
+    path, skips = Path(path), skips or SkipLog()
+    out: dict[str, dict[str, int]] = {}
+    for n, (qid, _it, did, rel) in _rows(path, 4, skips, strict):
+        try:
+            grade = int(rel)
+        except ValueError:
+            skips.handle(DataError(path, n, "rel", f"not an integer: {rel!r}"), strict)
+            continue
+        if did in out.get(qid, {}):
+            skips.handle(DataError(path, n, "docid", f"duplicate judgement for ({qid!r}, {did!r})"), strict)
+            continue
+        if grade > 0:
+            out.setdefault(qid, {})[did] = grade
+    return out
+
+
+def read_trec_run(path: str | Path, *, strict: bool = True, skips: SkipLog | None = None) -> dict[str, dict[str, float]]:
+    """`qid Q0 docid rank score tag` lines -> {qid: {docid: score}}."""
+    path, skips = Path(path), skips or SkipLog()
+    out: dict[str, dict[str, float]] = {}
+    for n, (qid, _q0, did, _rank, score, _tag) in _rows(path, 6, skips, strict):
+        try:
+            value = float(score)
+        except ValueError:
+            skips.handle(DataError(path, n, "score", f"not a number: {score!r}"), strict)
+            continue
+        if did in out.get(qid, {}):
+            skips.handle(DataError(path, n, "docid", f"duplicate document {did!r} for query {qid!r}"), strict)
+            continue
+        out.setdefault(qid, {})[did] = value
+    return out
+
+
+def write_trec_run(run: Mapping[str, Mapping[str, float]], path: str | Path, tag: str = "rag-harness") -> None:
+    with Path(path).open("w", encoding="utf-8") as fh:
+        for qid in sorted(run):
+            for rank, did in enumerate(order_run(run[qid]), 1):
+                fh.write(f"{qid} Q0 {did} {rank} {run[qid][did]:.8f} {tag}\n")

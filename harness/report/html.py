@@ -1,0 +1,173 @@
+"""Self-contained HTML reports (inline CSS and SVG, no network assets); all text is escaped."""
+from __future__ import annotations
+
+import datetime as _dt
+from html import escape
+from typing import Any, Iterable
+
+_CSS = """
+body{font:14px/1.45 system-ui,-apple-system,Segoe UI,Roboto,sans-serif;margin:24px;color:#1d2430;background:#fafbfc}
+h1{font-size:22px;margin:0 0 4px}h2{font-size:17px;margin:28px 0 8px;border-bottom:1px solid #dde2ea;padding-bottom:4px}
+table{border-collapse:collapse;width:100%;background:#fff;font-size:13px}
+th,td{border:1px solid #e3e7ee;padding:4px 7px;text-align:left;vertical-align:top}th{background:#f0f3f7}
+td.num{text-align:right;font-variant-numeric:tabular-nums}.muted{color:#6b7585}
+.v{font-weight:600;border-radius:3px;padding:1px 6px;white-space:nowrap}
+.v-pass{background:#d9f2df;color:#145a26}.v-fail{background:#fadadd;color:#8a1421}.v-error{background:#fde2c8;color:#7a3b00}
+.v-xfail{background:#eee6fa;color:#4b2a86}.v-skipped,.v-not-run{background:#eceff3;color:#4e5866}
+.counts span{margin-right:12px}.msg{max-width:420px;overflow-wrap:anywhere;font-size:12px}
+svg text{font:11px system-ui,sans-serif;fill:#1d2430}
+"""
+
+
+def _fmt(v: Any) -> str:
+    if v is None:
+        return ""
+    if isinstance(v, float):
+        return f"{v:.4g}"
+    if isinstance(v, list) and len(v) == 2 and all(isinstance(x, (int, float)) for x in v):
+        return f"[{v[0]:.3g}, {v[1]:.3g}]"
+    return str(v)
+
+
+def _e(v: Any) -> str:
+    return escape(_fmt(v), quote=True)
+
+
+def _verdict(v: str) -> str:
+    return f'<span class="v v-{escape(v.replace(" ", "-"))}">{escape(v)}</span>'
+
+
+def _bars(items: list[tuple[str, float]], *, title: str, ref: float | None = None, width: int = 640) -> str:
+    """A horizontal bar chart as inline SVG; `ref` draws a dashed reference line (e.g. a threshold)."""
+    if not items:
+        return ""
+    label_w, bar_h, gap = 230, 16, 6
+    vmax = max([v for _, v in items] + ([ref] if ref is not None else []) + [1e-12])
+    scale = (width - label_w - 60) / vmax
+    h = len(items) * (bar_h + gap) + 24
+    parts = [f'<svg role="img" aria-label="{escape(title)}" width="{width}" height="{h}" xmlns="http://www.w3.org/2000/svg">']
+    for i, (label, value) in enumerate(items):
+        y = 8 + i * (bar_h + gap)
+        parts.append(f'<text x="0" y="{y + 12}">{escape(label[:40])}</text>')
+        parts.append(f'<rect x="{label_w}" y="{y}" width="{max(value, 0) * scale:.1f}" height="{bar_h}" fill="#4c78a8"/>')
+        parts.append(f'<text x="{label_w + max(value, 0) * scale + 4:.1f}" y="{y + 12}">{value:.4g}</text>')
+    if ref is not None:
+        x = label_w + ref * scale
+        parts.append(f'<line x1="{x:.1f}" x2="{x:.1f}" y1="0" y2="{h}" stroke="#c0392b" stroke-dasharray="4 3"/>')
+    parts.append("</svg>")
+    return "".join(parts)
+
+
+def _retrieval_charts(measures: Iterable[dict[str, Any]]) -> str:
+    """Per-dataset, per-metric bars across techniques/retrievers (measures carrying `technique` context)."""
+    groups: dict[tuple[str, str], list[tuple[str, float]]] = {}
+    for m in measures:
+        ctx = m.get("context", {})
+        tech = ctx.get("technique")
+        if tech is None or not isinstance(m.get("value"), (int, float)):
+            continue
+        groups.setdefault((str(ctx.get("dataset", "")), m["name"]), []).append((str(tech), float(m["value"])))
+    out = []
+    for (dataset, metric), items in sorted(groups.items()):
+        out.append(f"<h3>{escape(dataset)} — {escape(metric)}</h3>")
+        out.append(_bars(sorted(items), title=f"{dataset} {metric}"))
+    return "".join(out)
+
+
+def _latency_charts(measures: Iterable[dict[str, Any]]) -> str:
+    items = []
+    for m in measures:
+        if m.get("context", {}).get("kind") == "latency_ratio" and isinstance(m.get("value"), (int, float)):
+            items.append((m["name"], float(m["value"])))
+    return _bars(sorted(items), title="latency ratios", ref=1.0) if items else ""
+
+
+def _spec_table(specs: list[dict[str, Any]]) -> str:
+    head = ("<tr><th>spec</th><th>tier</th><th>verdict</th><th>value</th><th>condition</th><th>CI</th>"
+            "<th>p</th><th>n</th><th>model</th><th>dataset</th><th>note</th></tr>")
+    rows = []
+    for r in specs:
+        cond = f"{r['metric']} {r['comparator']} {_fmt(r['threshold'])}"
+        rows.append(
+            f'<tr id="{_e(r["id"])}"><td><b>{_e(r["id"])}</b><div class="muted">{_e(r["title"])}</div></td>'
+            f"<td>{_e(r['tier'])}</td><td>{_verdict(r['verdict'])}</td><td class=num>{_e(r['value'])}</td>"
+            f"<td>{escape(cond)}</td><td class=num>{_e(r.get('ci'))}</td><td class=num>{_e(r.get('p_value'))}</td>"
+            f"<td class=num>{_e(r.get('n'))}</td><td>{_e(r.get('model'))}</td><td>{_e(r.get('dataset'))}</td>"
+            f"<td class=msg>{_e(r.get('message'))}</td></tr>"
+        )
+    return f"<table>{head}{''.join(rows)}</table>"
+
+
+def _measure_table(measures: list[dict[str, Any]]) -> str:
+    if not measures:
+        return "<p class=muted>No figures recorded.</p>"
+    rows = []
+    for m in measures:
+        ctx = ", ".join(f"{k}={_fmt(v)}" for k, v in sorted(m.get("context", {}).items()))
+        rows.append(f"<tr><td>{_e(m['name'])}</td><td class=num>{_e(m.get('value'))}</td>"
+                    f"<td class=msg>{escape(ctx)}</td><td class=muted>{_e(m.get('nodeid'))}</td></tr>")
+    return "<table><tr><th>figure</th><th>value</th><th>context</th><th>test</th></tr>" + "".join(rows) + "</table>"
+
+
+def _bench_table(benchmarks: list[dict[str, Any]]) -> str:
+    if not benchmarks:
+        return ""
+    rows = "".join(
+        f"<tr><td>{_e(b.get('fullname'))}</td><td class=num>{_e(b.get('median_s'))}</td>"
+        f"<td class=num>{_e(b.get('stddev_s'))}</td><td class=num>{_e(b.get('rounds'))}</td></tr>"
+        for b in benchmarks
+    )
+    return ("<h2>pytest-benchmark timings</h2><table><tr><th>benchmark</th><th>median s</th>"
+            f"<th>stddev s</th><th>rounds</th></tr>{rows}</table>")
+
+
+def render_html(results: dict[str, Any]) -> str:
+    run = results.get("run", {})
+    specs = [r for r in results.get("specs", []) if r["verdict"] != "not run"]
+    counts: dict[str, int] = {}
+    for r in specs:
+        counts[r["verdict"]] = counts.get(r["verdict"], 0) + 1
+    created = run.get("created_unix")
+    when = _dt.datetime.fromtimestamp(created, _dt.timezone.utc).isoformat(timespec="seconds") if created else ""
+    measures = results.get("measures", [])
+    lat = _latency_charts(measures)
+    charts = _retrieval_charts(measures)
+    body = [
+        "<h1>rag-harness report</h1>",
+        f'<div class="muted">commit {_e(run.get("git_commit"))} · {escape(when)} · -m {_e(run.get("markexpr")) or "(all)"}'
+        f' · schema v{_e(results.get("schema_version"))}</div>',
+        '<p class="counts">' + "".join(f"<span>{_verdict(k)} {v}</span>" for k, v in sorted(counts.items())) + "</p>",
+        "<h2>Claims</h2>", _spec_table(specs),
+    ]
+    if charts:
+        body += ["<h2>Retrieval quality by technique</h2>", charts]
+    if lat:
+        body += ["<h2>Latency ratios (dashed line: 1.0×)</h2>", lat]
+    body += ["<h2>All figures</h2>", _measure_table(measures), _bench_table(results.get("benchmarks", []))]
+    return _page("rag-harness report", "".join(body))
+
+
+def _page(title: str, body: str) -> str:
+    return (f'<!DOCTYPE html><html lang="en"><head><meta charset="utf-8"><title>{escape(title)}</title>'
+            f'<meta name="viewport" content="width=device-width,initial-scale=1"><style>{_CSS}</style></head>'
+            f"<body>{body}</body></html>")
+
+
+def render_comparison(baseline: dict[str, Any], candidate: dict[str, Any]) -> str:
+    """Two runs side by side: per spec, the verdict and value of each and the change."""
+    base = {r["id"]: r for r in baseline.get("specs", [])}
+    rows = []
+    for r in candidate.get("specs", []):
+        b = base.get(r["id"], {})
+        delta = ""
+        if isinstance(r.get("value"), (int, float)) and isinstance(b.get("value"), (int, float)):
+            delta = f"{r['value'] - b['value']:+.4g}"
+        changed = " style=\"background:#fff7d6\"" if b.get("verdict") != r["verdict"] else ""
+        rows.append(f"<tr{changed}><td><b>{_e(r['id'])}</b></td><td>{_verdict(b.get('verdict', 'not run'))}</td>"
+                    f"<td class=num>{_e(b.get('value'))}</td><td>{_verdict(r['verdict'])}</td>"
+                    f"<td class=num>{_e(r.get('value'))}</td><td class=num>{escape(delta)}</td></tr>")
+    table = ("<table><tr><th>spec</th><th>baseline</th><th>value</th><th>candidate</th><th>value</th>"
+             f"<th>change</th></tr>{''.join(rows)}</table>")
+    head = (f"<h1>rag-harness comparison</h1><div class=muted>baseline {_e(baseline.get('run', {}).get('git_commit'))}"
+            f" → candidate {_e(candidate.get('run', {}).get('git_commit'))}</div>")
+    return _page("rag-harness comparison", head + table)

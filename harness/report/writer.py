@@ -1,0 +1,63 @@
+"""Writes `results.json` (versioned schema) and the self-contained `index.html`."""
+from __future__ import annotations
+
+import json
+import os
+import platform
+import subprocess
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from harness.catalogue import Catalogue
+from harness.report.collector import Collector, jsonable
+from harness.report.html import render_html
+from harness.report.summary import spec_rows
+
+SCHEMA_VERSION = 1
+
+
+def git_commit(root: Path) -> str | None:
+    try:
+        out = subprocess.run(["git", "rev-parse", "HEAD"], cwd=root, capture_output=True, text=True, timeout=10)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return out.stdout.strip() or None if out.returncode == 0 else None
+
+
+def build_results(collector: Collector, catalogue: Catalogue, *, root: Path,
+                  benchmarks: list[dict[str, Any]] | None = None, markexpr: str = "") -> dict[str, Any]:
+    """The results document. Everything outside `run` and `benchmarks` is independent of timing and order."""
+    key = lambda r: (r.get("nodeid", ""), json.dumps(r, sort_keys=True))  # noqa: E731
+    return jsonable({
+        "schema_version": SCHEMA_VERSION,
+        "run": {"created_unix": time.time(), "git_commit": git_commit(root), "python": platform.python_version(),
+                "markexpr": markexpr},
+        "specs": spec_rows(collector, catalogue),
+        "checks": sorted(collector.checks(), key=key),
+        "measures": sorted(collector.measures(), key=key),
+        "tests": sorted(collector.outcomes.values(), key=lambda o: o["nodeid"]),
+        "benchmarks": sorted(benchmarks or [], key=lambda b: b.get("fullname", "")),
+    })
+
+
+def _atomic_write(path: Path, text: str) -> None:
+    """Write via a temp file and rename, so a crash never leaves a half-written report."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
+    with os.fdopen(fd, "w", encoding="utf-8") as fh:
+        fh.write(text)
+        fh.flush()
+        os.fsync(fh.fileno())
+    os.replace(tmp, path)
+
+
+def write_reports(collector: Collector, catalogue: Catalogue, report_dir: Path, *, root: Path,
+                  benchmarks: list[dict[str, Any]] | None = None, markexpr: str = "") -> list[Path]:
+    results = build_results(collector, catalogue, root=root, benchmarks=benchmarks, markexpr=markexpr)
+    json_path = report_dir / "results.json"
+    html_path = report_dir / "index.html"
+    _atomic_write(json_path, json.dumps(results, indent=2, sort_keys=True))
+    _atomic_write(html_path, render_html(results))
+    return [json_path, html_path]

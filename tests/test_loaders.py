@@ -1,0 +1,101 @@
+"""Loaders: happy paths and malformed input (error names file, line and field; strict=False counts)."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from harness.data import DataError, load_beir, load_experiment_inputs, read_trec_qrels, read_trec_run, write_trec_run
+
+pytestmark = pytest.mark.unit
+
+
+def _beir(tmp_path: Path, corpus: list[str], queries: list[str], qrels: list[str]) -> Path:
+    (tmp_path / "qrels").mkdir(parents=True)
+    (tmp_path / "corpus.jsonl").write_text("\n".join(corpus) + "\n")
+    (tmp_path / "queries.jsonl").write_text("\n".join(queries) + "\n")
+    (tmp_path / "qrels" / "test.tsv").write_text("query-id\tcorpus-id\tscore\n" + "\n".join(qrels) + "\n")
+    return tmp_path
+
+
+GOOD_CORPUS = ['{"_id": "d1", "title": "T1", "text": "alpha"}', '{"_id": "d2", "title": "", "text": "beta"}']
+GOOD_QUERIES = ['{"_id": "q1", "text": "alpha?"}']
+
+
+def test_beir_happy_path(tmp_path: Path):
+    ds = load_beir(_beir(tmp_path, GOOD_CORPUS, GOOD_QUERIES, ["q1\td1\t2", "q1\td2\t0"]))
+    assert set(ds.corpus) == {"d1", "d2"} and ds.qrels == {"q1": {"d1": 2}}
+    assert ds.corpus["d1"].full_text == "T1. alpha"
+
+
+@pytest.mark.parametrize("corpus, field, line", [
+    (['{"_id": "d1", "text": "x"}', "{not json"], None, 2),
+    (['{"_id": "d1", "text": "x"}', '{"text": "y"}'], "_id", 2),
+    (['{"_id": "d1", "text": "x"}', '{"_id": "d1", "text": "y"}'], "_id", 2),
+    (['{"_id": "d1", "title": 3, "text": "x"}'], "title", 1),
+])
+def test_beir_corpus_errors_name_file_line_field(tmp_path: Path, corpus, field, line):
+    root = _beir(tmp_path, corpus, GOOD_QUERIES, [])
+    with pytest.raises(DataError) as ei:
+        load_beir(root)
+    err = ei.value
+    assert err.path.endswith("corpus.jsonl") and err.line == line and err.field == field
+    assert f"corpus.jsonl:{line}:" in str(err)
+
+
+def test_qrels_unknown_doc_and_lenient_mode(tmp_path: Path):
+    root = _beir(tmp_path, GOOD_CORPUS + ["{broken"], GOOD_QUERIES, ["q1\td1\t1", "q1\tnope\t1", "q1\td2"])
+    with pytest.raises(DataError, match=r"corpus.jsonl:3: invalid JSON"):
+        load_beir(root)
+    ds = load_beir(root, strict=False)
+    assert ds.skipped.count == 3 and ds.qrels == {"q1": {"d1": 1}}
+    fields = {(Path(e.path).name, e.field) for e in ds.skipped.errors}
+    assert ("test.tsv", "corpus-id") in fields and ("test.tsv", None) in fields
+
+
+def test_missing_file(tmp_path: Path):
+    with pytest.raises(DataError, match="corpus.jsonl: file not found"):
+        load_beir(tmp_path)
+
+
+def test_trec_roundtrip_and_errors(tmp_path: Path):
+    run = {"q1": {"d1": 0.5, "d2": 0.9}}
+    write_trec_run(run, tmp_path / "run.txt")
+    assert read_trec_run(tmp_path / "run.txt") == run
+    assert (tmp_path / "run.txt").read_text().splitlines()[0].split()[2] == "d2"
+    (tmp_path / "qrels.txt").write_text("q1 0 d1 1\nq1 0 d2 x\n")
+    with pytest.raises(DataError, match=r"qrels.txt:2: field 'rel'"):
+        read_trec_qrels(tmp_path / "qrels.txt")
+    assert read_trec_qrels(tmp_path / "qrels.txt", strict=False) == {"q1": {"d1": 1}}
+
+
+def _kb(tmp_path: Path, queries: list[dict]) -> Path:
+    (tmp_path / "returns.md").write_text("# Returns\n\n## Return Window\nWithin 30 days of delivery.\n")
+    (tmp_path / "README.md").write_text("not a page")
+    (tmp_path / "structure.json").write_text(json.dumps({"num_pages": 1, "pages": [{
+        "id": "returns", "title": "Returns", "filename": "returns.md", "category": "general",
+        "primary_topic": "returns_refunds"}]}))
+    (tmp_path / "queries.jsonl").write_text("\n".join(json.dumps(q) for q in queries) + "\n")
+    return tmp_path
+
+
+Q = {"query_id": "q_direct_001", "query_type": "direct", "query": "Return window?", "ground_truth": "30 days",
+     "context_reference": ["returns.md"], "metadata": {"difficulty": "easy"}}
+
+
+def test_experiment_inputs(tmp_path: Path):
+    inp = load_experiment_inputs(_kb(tmp_path, [Q]))
+    assert list(inp.pages) == ["returns.md"] and inp.queries[0].query_type == "direct"
+
+
+def test_experiment_query_errors(tmp_path: Path):
+    bad = dict(Q, query_id="q2", query_type="sideways")
+    with pytest.raises(DataError, match=r"queries.jsonl:2: field 'query_type'"):
+        load_experiment_inputs(_kb(tmp_path, [Q, bad]))
+    inp = load_experiment_inputs(tmp_path, strict=False)
+    assert inp.skipped.count == 1 and len(inp.queries) == 1
+    missing = {k: v for k, v in Q.items() if k != "ground_truth"}
+    (tmp_path / "queries.jsonl").write_text(json.dumps(missing) + "\n")
+    with pytest.raises(DataError, match=r"queries.jsonl:1: field 'ground_truth'"):
+        load_experiment_inputs(tmp_path)
