@@ -35,21 +35,23 @@ class WhitespaceTokenizer:
 
 @functools.lru_cache(maxsize=1)
 def default_tokenizer() -> Tokenizer:
-    """tiktoken cl100k_base from litellm's bundled BPE file (no download), else whitespace words."""
+    """tiktoken cl100k_base from the BPE file litellm ships (no download), else whitespace words."""
+    import importlib.util
+    import os
+
     try:
-        import os
-
-        import litellm  # noqa: F401  (sets TIKTOKEN_CACHE_DIR to its bundled tokenizer files)
         import tiktoken
-
-        cache = os.environ.get("TIKTOKEN_CACHE_DIR")
-        if cache and os.path.isdir(cache):
-            enc = tiktoken.get_encoding("cl100k_base")
-            enc.name = "cl100k_base"  # type: ignore[misc]
-            return enc
-    except Exception:  # noqa: BLE001 - any failure means "not available offline"
-        pass
-    return WhitespaceTokenizer()
+    except ImportError:
+        return WhitespaceTokenizer()
+    spec = importlib.util.find_spec("litellm")
+    if spec and spec.submodule_search_locations:
+        bundled = os.path.join(list(spec.submodule_search_locations)[0], "litellm_core_utils", "tokenizers")
+        if os.path.isdir(bundled):
+            os.environ.setdefault("TIKTOKEN_CACHE_DIR", bundled)
+    try:
+        return tiktoken.get_encoding("cl100k_base")
+    except Exception:  # noqa: BLE001 - no offline copy: fall back rather than download
+        return WhitespaceTokenizer()
 
 
 @functools.lru_cache(maxsize=1)

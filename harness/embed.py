@@ -127,7 +127,8 @@ class SentenceTransformerEmbedder(_CachedEmbedder):
         self.name = model
         self.batch_size = batch_size
         self.model = SentenceTransformer(str(path) if path else model, device=device, local_files_only=True)
-        self.dim = int(self.model.get_sentence_embedding_dimension())
+        dim_of = getattr(self.model, "get_embedding_dimension", None) or self.model.get_sentence_embedding_dimension
+        self.dim = int(dim_of())
 
     def _encode_uncached(self, texts: list[str]) -> np.ndarray:
         return self.model.encode(texts, batch_size=self.batch_size, normalize_embeddings=True,

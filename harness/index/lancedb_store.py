@@ -169,7 +169,7 @@ class LanceStore:
         if len(self) == 0:
             return []
         q = self.table.search(np.asarray(vector, dtype=np.float32), vector_column_name="vector")
-        q = q.distance_type("cosine").limit(k).select(["id", "text", "metadata"])
+        q = q.distance_type("cosine").limit(k).select(["id", "text", "metadata", "_distance"])
         if exact:
             q = q.bypass_vector_index()
         return self._hits(q.to_list(), "_distance", lambda d: 1.0 - d)
@@ -179,7 +179,8 @@ class LanceStore:
         terms = fts_query(query)
         if not terms or len(self) == 0:
             return []
-        rows = self.table.search(terms, query_type="fts").limit(k).select(["id", "text", "metadata"]).to_list()
+        q = self.table.search(terms, query_type="fts").limit(k).select(["id", "text", "metadata", "_score"])
+        rows = q.to_list()
         return self._hits(rows, "_score")
 
     def search_hybrid(self, query: str, vector: np.ndarray, k: int = 10, *, depth: int | None = None,

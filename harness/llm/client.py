@@ -1,0 +1,262 @@
+"""One LLM client over litellm: timeouts, retries with exponential backoff, structured output with
+one repair retry, per-call accounting into the Trace, a concurrency limit and an on-disk cache."""
+from __future__ import annotations
+
+import json
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from typing import Any, Callable, Sequence, TypeVar
+
+import numpy as np
+from pydantic import BaseModel, ValidationError
+
+from harness.llm._litellm import litellm
+from harness.llm.cache import ResponseCache, cache_key
+from harness.types import Trace
+
+T = TypeVar("T", bound=BaseModel)
+Messages = list[dict[str, str]]
+
+
+@dataclass
+class LLMResult:
+    text: str
+    model: str
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    cost_usd: float = 0.0
+    latency_s: float = 0.0
+    cached: bool = False
+    attempts: int = 1
+
+
+class LLMError(RuntimeError):
+    """A call failed for good (after retries, or at once for non-retryable errors)."""
+
+    def __init__(self, message: str, *, attempts: int = 0, status_code: int | None = None):
+        super().__init__(message)
+        self.attempts, self.status_code = attempts, status_code
+
+
+class StructuredOutputError(LLMError):
+    """The model's output did not validate, even after one repair request; `raw` keeps its text."""
+
+    def __init__(self, message: str, raw: str, first_raw: str):
+        super().__init__(message)
+        self.raw, self.first_raw = raw, first_raw
+
+
+@dataclass
+class ClientStats:
+    calls: int = 0  # requests sent through litellm (cache hits excluded)
+    cache_hits: int = 0
+    retries: int = 0
+    failures: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    seconds: float = 0.0
+    sleeps: list[float] = field(default_factory=list)
+
+    @property
+    def tokens_per_second(self) -> float:
+        return self.completion_tokens / self.seconds if self.seconds else 0.0
+
+
+def _retryable(exc: BaseException) -> tuple[bool, int | None]:
+    ll = litellm()
+    status = getattr(exc, "status_code", None)
+    transient = (ll.Timeout, ll.RateLimitError, ll.InternalServerError, ll.ServiceUnavailableError,
+                 ll.APIConnectionError)
+    if isinstance(exc, transient):
+        return True, status
+    if isinstance(status, int) and (status == 429 or status >= 500):
+        return True, status
+    return False, status
+
+
+def extract_json(text: str) -> str:
+    """The first balanced JSON object or array in `text` (tolerates prose and code fences around it)."""
+    starts = [i for i in (text.find("{"), text.find("[")) if i >= 0]
+    if not starts:
+        raise ValueError("no JSON object or array in the output")
+    start = min(starts)
+    opener = text[start]
+    closer = "}" if opener == "{" else "]"
+    depth, in_str, esc = 0, False, False
+    for i in range(start, len(text)):
+        ch = text[i]
+        if in_str:
+            esc = (ch == "\\") and not esc
+            if ch == '"' and not esc:
+                in_str = False
+            continue
+        if ch == '"':
+            in_str = True
+        elif ch == opener:
+            depth += 1
+        elif ch == closer:
+            depth -= 1
+            if depth == 0:
+                return text[start:i + 1]
+    raise ValueError("unbalanced JSON in the output")
+
+
+class LLMClient:
+    """`complete()` for text, `structured()` for validated pydantic output, `complete_many()` in parallel.
+
+    `model` is any litellm model string (`openai/gpt-4o-mini`, `anthropic/...`, `openai/<alias>` with
+    `api_base` for a local OpenAI-compatible server, `scripted/<name>` for the unit tier).
+    """
+
+    def __init__(self, model: str, *, api_base: str | None = None, api_key: str | None = None,
+                 timeout_s: float = 60.0, max_attempts: int = 3, backoff_s: float = 1.0, concurrency: int = 4,
+                 cache: ResponseCache | None = None, label: str | None = None,
+                 sleep: Callable[[float], None] = time.sleep, extra: dict[str, Any] | None = None):
+        self.model = model
+        self.label = label or model
+        self.api_base, self.api_key = api_base, api_key
+        self.timeout_s, self.max_attempts, self.backoff_s = timeout_s, max_attempts, backoff_s
+        self.cache = cache
+        self.extra = dict(extra or {})
+        self._sleep = sleep
+        self._sem = threading.BoundedSemaphore(max(1, concurrency))
+        self.concurrency = max(1, concurrency)
+        self._lock = threading.Lock()
+        self.stats = ClientStats()
+
+    def __repr__(self) -> str:
+        return f"LLMClient({self.label!r})"
+
+    # ------------------------------------------------------------------ plain completion
+    @staticmethod
+    def messages(prompt: str | Messages, system: str | None = None) -> Messages:
+        msgs = [{"role": "user", "content": prompt}] if isinstance(prompt, str) else list(prompt)
+        return ([{"role": "system", "content": system}] if system else []) + msgs
+
+    def complete(self, prompt: str | Messages, *, system: str | None = None, temperature: float = 0.0,
+                 max_tokens: int = 256, stop: Sequence[str] | None = None, seed: int | None = None,
+                 trace: Trace | None = None, use_cache: bool = True) -> LLMResult:
+        msgs = self.messages(prompt, system)
+        params: dict[str, Any] = {"temperature": temperature, "max_tokens": max_tokens}
+        if stop:
+            params["stop"] = list(stop)
+        if seed is not None:
+            params["seed"] = seed
+        key = cache_key(self.label, msgs, params)
+        if self.cache is not None and use_cache:
+            hit = self.cache.get(key)
+            if hit is not None:
+                res = LLMResult(hit["text"], hit["model"], hit["prompt_tokens"], hit["completion_tokens"],
+                                hit["cost_usd"], hit["latency_s"], cached=True)
+                with self._lock:
+                    self.stats.cache_hits += 1
+                if trace is not None:
+                    trace.record_llm_call(res.prompt_tokens, res.completion_tokens, res.cost_usd)
+                return res
+        res = self._call(msgs, params)
+        if self.cache is not None:
+            self.cache.put(key, {k: getattr(res, k) for k in
+                                 ("text", "model", "prompt_tokens", "completion_tokens", "cost_usd", "latency_s")})
+        if trace is not None:
+            trace.record_llm_call(res.prompt_tokens, res.completion_tokens, res.cost_usd)
+        return res
+
+    def _call(self, msgs: Messages, params: dict[str, Any]) -> LLMResult:
+        ll = litellm()
+        kwargs = dict(model=self.model, messages=msgs, timeout=self.timeout_s, num_retries=0, **params, **self.extra)
+        if self.api_base:
+            kwargs["api_base"] = self.api_base
+        if self.api_key:
+            kwargs["api_key"] = self.api_key
+        last: BaseException | None = None
+        status: int | None = None
+        for attempt in range(1, self.max_attempts + 1):
+            t0 = time.perf_counter()
+            try:
+                with self._sem:
+                    with self._lock:
+                        self.stats.calls += 1
+                    resp = ll.completion(**kwargs)
+            except Exception as exc:  # noqa: BLE001 - classified below
+                retry, status = _retryable(exc)
+                last = exc
+                if not retry:
+                    with self._lock:
+                        self.stats.failures += 1
+                    raise LLMError(f"{self.label}: {type(exc).__name__}: {exc}", attempts=attempt,
+                                   status_code=status) from exc
+                if attempt < self.max_attempts:
+                    delay = self.backoff_s * 2 ** (attempt - 1)
+                    with self._lock:
+                        self.stats.retries += 1
+                        self.stats.sleeps.append(delay)
+                    self._sleep(delay)
+                continue
+            latency = time.perf_counter() - t0
+            return self._result(resp, latency, attempt)
+        with self._lock:
+            self.stats.failures += 1
+        raise LLMError(f"{self.label}: failed after {self.max_attempts} attempts: {type(last).__name__}: {last}",
+                       attempts=self.max_attempts, status_code=status)
+
+    def _result(self, resp: Any, latency: float, attempt: int) -> LLMResult:
+        text = resp.choices[0].message.content or ""
+        usage = getattr(resp, "usage", None)
+        pt = int(getattr(usage, "prompt_tokens", 0) or 0)
+        ct = int(getattr(usage, "completion_tokens", 0) or 0)
+        try:
+            cost = float(litellm().completion_cost(completion_response=resp) or 0.0)
+        except Exception:  # noqa: BLE001 - local and scripted models have no price
+            cost = 0.0
+        with self._lock:
+            self.stats.prompt_tokens += pt
+            self.stats.completion_tokens += ct
+            self.stats.seconds += latency
+        return LLMResult(text, getattr(resp, "model", self.model) or self.model, pt, ct, cost, latency, attempts=attempt)
+
+    # ------------------------------------------------------------------ structured output
+    def structured(self, prompt: str | Messages, schema: type[T], *, system: str | None = None,
+                   trace: Trace | None = None, **kw: Any) -> T:
+        """Validate the output against `schema`; on failure ask once for a repair, then raise
+        StructuredOutputError with the raw text kept."""
+        msgs = self.messages(prompt, system)
+        first = self.complete(msgs, trace=trace, **kw)
+        try:
+            return schema.model_validate_json(extract_json(first.text))
+        except (ValueError, ValidationError) as exc:
+            problem = str(exc).splitlines()[0]
+        repair = msgs + [
+            {"role": "assistant", "content": first.text},
+            {"role": "user", "content": f"That was not valid JSON for this schema ({problem}). "
+                                        f"Schema: {json.dumps(schema.model_json_schema())}. Reply with the JSON only."},
+        ]
+        second = self.complete(repair, trace=trace, **kw)
+        try:
+            return schema.model_validate_json(extract_json(second.text))
+        except (ValueError, ValidationError) as exc:
+            raise StructuredOutputError(f"{self.label}: output does not match {schema.__name__} after one repair: "
+                                        f"{str(exc).splitlines()[0]}", raw=second.text, first_raw=first.text) from None
+
+    # ------------------------------------------------------------------ many calls, embeddings
+    def complete_many(self, prompts: Sequence[str | Messages], **kw: Any) -> list[LLMResult | LLMError]:
+        """Run calls in parallel (at most `concurrency` in flight); failures are returned, not raised."""
+        def one(p: str | Messages) -> LLMResult | LLMError:
+            try:
+                return self.complete(p, **kw)
+            except LLMError as err:
+                return err
+
+        with ThreadPoolExecutor(max_workers=self.concurrency) as pool:
+            return list(pool.map(one, prompts))
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        """Embeddings through litellm, for models that offer them."""
+        kwargs: dict[str, Any] = {"model": self.model, "input": list(texts), "timeout": self.timeout_s}
+        if self.api_base:
+            kwargs["api_base"] = self.api_base
+        if self.api_key:
+            kwargs["api_key"] = self.api_key
+        resp = litellm().embedding(**kwargs)
+        return np.asarray([d["embedding"] for d in resp.data], dtype=np.float32)

