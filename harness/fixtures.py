@@ -1,13 +1,23 @@
 """Thin pytest fixtures over the library; heavy imports happen inside, so `pytest -m unit` stays light."""
 from __future__ import annotations
 
+import os
+from pathlib import Path
+from typing import Any, Callable, Iterator
+
 import pytest
 
 from harness._pytest_state import catalogue_of, harness_config_of
 from harness.catalogue import Catalogue
 from harness.config import HarnessConfig
 
-__all__ = ["harness_config", "catalogue"]
+__all__ = ["harness_config", "catalogue", "embedder", "hashing_embedder", "make_index", "beir_dataset",
+           "reranker", "llm", "local_llm_server", "scripted_llm", "vcr_config", "vcr_cassette_dir", "recorded_llm"]
+
+SECRET_HEADERS = ("authorization", "api-key", "x-api-key", "openai-api-key", "anthropic-api-key", "x-goog-api-key",
+                  "cookie", "set-cookie", "proxy-authorization")
+SECRET_PARAMS = ("key", "api_key", "apikey", "access_token", "token")
+REPLAY_API_BASE = "http://127.0.0.1:8765/v1"
 
 
 @pytest.fixture(scope="session")
@@ -19,3 +29,155 @@ def harness_config(pytestconfig: pytest.Config) -> HarnessConfig:
 @pytest.fixture(scope="session")
 def catalogue(pytestconfig: pytest.Config) -> Catalogue:
     return catalogue_of(pytestconfig)
+
+
+# ---------------------------------------------------------------- retrieval
+@pytest.fixture(scope="session")
+def embedder(harness_config: HarnessConfig):
+    """The configured sentence-transformers embedder (default: packaged all-MiniLM-L6-v2), disk-cached."""
+    from harness.embed import make_embedder
+
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    return make_embedder(harness_config.harness.embedder, harness_config.harness.cache_dir)
+
+
+@pytest.fixture(scope="session")
+def hashing_embedder():
+    """A weight-free embedder for the unit tier."""
+    from harness.embed import HashingEmbedder
+
+    return HashingEmbedder(512)
+
+
+@pytest.fixture(scope="session")
+def make_index(tmp_path_factory: pytest.TempPathFactory) -> Callable[..., Any]:
+    """`make_index(items, embedder, name=...)` -> a LanceStore on a session temp path, indexed."""
+    from harness.index.lancedb_store import LanceStore
+
+    root = tmp_path_factory.mktemp("lancedb")
+
+    def _make(items, embedder, name: str = "chunks", uri: str | Path | None = None):
+        store = LanceStore(uri or root, name)
+        store.index(items, embedder)
+        return store
+
+    return _make
+
+
+@pytest.fixture(scope="session")
+def beir_dataset(harness_config: HarnessConfig) -> Callable[[str], Any]:
+    """`beir_dataset(name)` loads `<data_dir>/<name>`; skips with the reason when it is absent."""
+    from harness.data import load_beir
+
+    def _load(name: str):
+        path = harness_config.harness.data_dir / name
+        if not (path / "corpus.jsonl").exists():
+            pytest.skip(f"dataset {name!r} not found under {harness_config.harness.data_dir}")
+        return load_beir(path)
+
+    return _load
+
+
+@pytest.fixture(scope="session")
+def reranker(embedder, harness_config: HarnessConfig):
+    from harness.rerank import make_reranker
+
+    return make_reranker(harness_config.harness.reranker, embedder)
+
+
+# ---------------------------------------------------------------- LLMs
+@pytest.fixture(scope="session")
+def local_llm_server(harness_config: HarnessConfig) -> Iterator[Any]:
+    """Start the embedded local model on a free loopback port for the session (local/* models only)."""
+    from harness.llm.local import LocalModelServer
+
+    model = harness_config.harness.llm.model
+    if not model.startswith("local/"):
+        yield None
+        return
+    log = harness_config.harness.report_dir / "llama_server.log"
+    log.parent.mkdir(parents=True, exist_ok=True)
+    with LocalModelServer(model.split("/", 1)[1], log_path=log) as server:
+        yield server
+
+
+@pytest.fixture(scope="session")
+def llm(harness_config: HarnessConfig, local_llm_server):
+    """The LLM for the benchmark tier: `--llm MODEL` (any litellm string) or the embedded local model."""
+    from harness.llm.cache import ResponseCache
+    from harness.llm.client import LLMClient
+
+    s = harness_config.harness.llm
+    cache = ResponseCache(harness_config.harness.cache_dir / "llm") if s.cache else None
+    common = dict(timeout_s=s.timeout_s, max_attempts=s.max_attempts, backoff_s=s.backoff_s,
+                  concurrency=s.concurrency, cache=cache)
+    if local_llm_server is not None:
+        return LLMClient(local_llm_server.litellm_model, api_base=local_llm_server.api_base, api_key="sk-local",
+                         label=s.model, **common)
+    return LLMClient(s.model, api_base=s.api_base, **common)
+
+
+@pytest.fixture
+def scripted_llm() -> Callable[..., Any]:
+    """`scripted_llm(table_or_function, name=...)` -> an LLMClient over a deterministic scripted model."""
+    from harness.llm.client import LLMClient
+    from harness.llm.scripted import by_kind, register
+
+    def _make(responder, name: str = "default", **kw: Any):
+        fn = by_kind(responder) if isinstance(responder, dict) else responder
+        return LLMClient(register(name, fn), **kw)
+
+    return _make
+
+
+# ---------------------------------------------------------------- record / replay
+def _scrub_request(request: Any) -> Any:
+    for h in list(request.headers):
+        if h.lower() in SECRET_HEADERS:
+            request.headers[h] = "REDACTED"
+    return request
+
+
+def _scrub_response(response: dict[str, Any]) -> dict[str, Any]:
+    headers = response.get("headers", {})
+    for h in list(headers):
+        if h.lower() in SECRET_HEADERS:
+            headers[h] = ["REDACTED"]
+    return response
+
+
+@pytest.fixture(scope="session")
+def vcr_config() -> dict[str, Any]:
+    """pytest-recording defaults: secrets never reach a cassette; matching ignores host and port so a
+    cassette recorded against a local server on any port replays anywhere."""
+    return {
+        "filter_headers": [(h, "REDACTED") for h in SECRET_HEADERS],
+        "filter_query_parameters": [(p, "REDACTED") for p in SECRET_PARAMS],
+        "before_record_request": _scrub_request,
+        "before_record_response": _scrub_response,
+        "match_on": ["method", "scheme", "path", "body"],
+        "decode_compressed_response": True,
+    }
+
+
+@pytest.fixture(scope="module")
+def vcr_cassette_dir(request: pytest.FixtureRequest) -> str:
+    return str(request.config.rootpath / "fixtures" / "cassettes" / request.module.__name__.split(".")[-1])
+
+
+@pytest.fixture
+def recorded_llm(request: pytest.FixtureRequest, harness_config: HarnessConfig):
+    """For `@pytest.mark.vcr` tests: replays cassettes of the local model; with `--record-mode` other than
+    `none` it starts the local model and records fresh traffic."""
+    from harness.llm.client import LLMClient
+    from harness.llm.local import LocalModelServer
+
+    mode = request.config.getoption("record_mode", default="none") or "none"
+    alias = "smollm2-135m-instruct"
+    if mode == "none":
+        return LLMClient(f"openai/{alias}", api_base=REPLAY_API_BASE, api_key="sk-local", label=f"local/{alias}",
+                         max_attempts=1)
+    server = LocalModelServer(alias).start()
+    request.addfinalizer(server.stop)
+    return LLMClient(server.litellm_model, api_base=server.api_base, api_key="sk-local", label=f"local/{alias}",
+                     max_attempts=1)

@@ -141,7 +141,8 @@ def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config
         if spec_ is not None:
             if not _tiers(item):
                 item.add_marker(getattr(pytest.mark, spec_.marker))
-            item.user_properties.append((PROP_SPECS, spec_.id))
+            tiers = sorted(_tiers(item))
+            item.user_properties.append((PROP_SPECS, f"{spec_.id}|{tiers[0] if tiers else ''}"))
             if spec_.marker in _tiers(item):
                 covered.setdefault(spec_.id, []).append(item.nodeid)
         if config.getini("harness_require_tier") and len(_tiers(item)) != 1:
@@ -181,6 +182,7 @@ def check(request: pytest.FixtureRequest) -> Callable[..., Any]:
         _record(request, {
             "kind": "check", "spec_id": s.id, "metric": s.metric, "value": value,
             "comparator": s.comparator, "threshold": s.threshold, "tier": s.marker,
+            "test_tier": ",".join(sorted(_tiers(request.node))),
             "verdict": "pass" if ok else "fail", "nodeid": request.node.nodeid, "context": context,
         })
         if not ok:

@@ -70,8 +70,14 @@ class LanceStore:
 
     # ------------------------------------------------------------------ writing
     def _tables(self) -> list[str]:
-        res = self.db.table_names() if hasattr(self.db, "table_names") else self.db.list_tables()
-        return list(getattr(res, "tables", res))
+        names: list[str] = []
+        token = None
+        while True:
+            res = self.db.list_tables(page_token=token, limit=1000)
+            names.extend(res.tables)
+            token = res.page_token
+            if not token:
+                return names
 
     def _manifest_get(self) -> str | None:
         if _MANIFEST not in self._tables():
@@ -127,9 +133,11 @@ class LanceStore:
         tbl = self.table
         if tbl.count_rows() == 0:
             return
-        tbl.create_fts_index("text", replace=True)
+        from lancedb.index import FTS, HnswSq
+
+        tbl.create_index("text", config=FTS(), replace=True)
         if tbl.count_rows() >= self.ann_threshold:
-            tbl.create_index(metric="cosine", vector_column_name="vector", index_type="IVF_HNSW_SQ", replace=True)
+            tbl.create_index("vector", config=HnswSq(distance_type="cosine"), replace=True)
 
     def upsert(self, items: Sequence[Chunk | Document], vectors: np.ndarray) -> None:
         """Insert or update rows by id (metadata included) and refresh the indices."""

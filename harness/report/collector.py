@@ -48,7 +48,8 @@ class Collector:
         spec_ids = [v for n, v in report.user_properties if n == prop_specs]
         if not spec_ids:
             return
-        entry = self.outcomes.setdefault(nodeid, {"nodeid": nodeid, "spec_id": spec_ids[0],
+        spec_id, _, tier = spec_ids[0].partition("|")
+        entry = self.outcomes.setdefault(nodeid, {"nodeid": nodeid, "spec_id": spec_id, "tier": tier,
                                                    "outcome": "passed", "duration_s": 0.0, "message": ""})
         entry["duration_s"] += float(getattr(report, "duration", 0.0) or 0.0)
         outcome = _outcome(report)

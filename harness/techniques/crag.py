@@ -1,0 +1,169 @@
+"""Corrective RAG (Yan et al., arXiv:2401.15884): retrieval evaluator, decompose-filter-recompose
+refinement, and web-search fallback on INCORRECT / both sources on AMBIGUOUS."""
+from __future__ import annotations
+
+import json
+import re
+import urllib.parse
+import urllib.request
+from dataclasses import dataclass, field
+from typing import Callable, Protocol, Sequence
+
+import numpy as np
+
+from harness.chunking import knowledge_strips
+from harness.llm.client import LLMClient, LLMError
+from harness.prompts import load_prompts, render
+from harness.types import Hit, Trace
+
+CORRECT, INCORRECT, AMBIGUOUS = "CORRECT", "INCORRECT", "AMBIGUOUS"
+Scorer = Callable[[str, Sequence[str]], np.ndarray]  # (query, texts) -> relevance in [0, 1]
+
+
+class WebSearch(Protocol):
+    def search(self, query: str, num_results: int = 10) -> list[Hit]: ...
+
+
+class LocalWebSearch:
+    """A second corpus standing in for the web (any retriever, e.g. a second LanceDB table)."""
+
+    def __init__(self, retriever, *, domain: str = "web.local"):
+        self.retriever, self.domain, self.calls = retriever, domain, 0
+
+    def search(self, query: str, num_results: int = 10) -> list[Hit]:
+        self.calls += 1
+        return [Hit(h.id, h.score, h.text, {**h.metadata, "source": "web", "domain": self.domain})
+                for h in self.retriever.retrieve(query, num_results)]
+
+
+class SearxngWebSearch:
+    """A live backend: a SearXNG instance's JSON API (`/search?format=json`). Off by default."""
+
+    def __init__(self, base_url: str, *, timeout_s: float = 10.0):
+        self.base_url, self.timeout_s, self.calls = base_url.rstrip("/"), timeout_s, 0
+
+    def search(self, query: str, num_results: int = 10) -> list[Hit]:
+        self.calls += 1
+        url = f"{self.base_url}/search?" + urllib.parse.urlencode({"q": query, "format": "json"})
+        with urllib.request.urlopen(url, timeout=self.timeout_s) as r:  # noqa: S310 - user-configured URL
+            results = json.load(r).get("results", [])[:num_results]
+        return [Hit(res.get("url", f"web-{i}"), 1.0 / (i + 1), f"{res.get('title', '')}. {res.get('content', '')}",
+                    {"source": "web", "domain": urllib.parse.urlparse(res.get("url", "")).netloc})
+                for i, res in enumerate(results)]
+
+
+def reranker_scorer(reranker) -> Scorer:
+    """Relevance from a (calibrated) reranker: cross-encoder or the offline MaxSim fallback."""
+    return lambda query, texts: np.asarray(reranker.score(query, list(texts)), dtype=np.float64)
+
+
+def llm_judge_scorer(llm: LLMClient, *, max_doc_chars: int = 1500) -> Scorer:
+    """Relevance from an LLM judge answering Yes/No: 1.0 for yes, 0.0 for no, 0.5 when unparseable."""
+    template = load_prompts("crag")["judge"]["user"]
+
+    def score(query: str, texts: Sequence[str]) -> np.ndarray:
+        out = []
+        for t in texts:
+            try:
+                ans = llm.complete(render(template, query=query, document=t[:max_doc_chars]), max_tokens=3).text
+            except LLMError:
+                ans = ""
+            m = re.search(r"\b(yes|no)\b", ans.lower())
+            out.append(0.5 if m is None else (1.0 if m.group(1) == "yes" else 0.0))
+        return np.asarray(out, dtype=np.float64)
+
+    return score
+
+
+class RetrievalEvaluator:
+    """Scores every (query, document) pair, aggregates by max: >= upper CORRECT, <= lower INCORRECT,
+    else AMBIGUOUS (the protocol's §2.1 rule on [0, 1] scores)."""
+
+    def __init__(self, scorer: Scorer, *, upper_threshold: float = 0.7, lower_threshold: float = 0.3):
+        if not lower_threshold < upper_threshold:
+            raise ValueError("lower_threshold must be below upper_threshold")
+        self.scorer, self.upper, self.lower = scorer, upper_threshold, lower_threshold
+
+    def evaluate(self, query: str, documents: Sequence[Hit]) -> tuple[str, float]:
+        scores = self.scorer(query, [d.text for d in documents]) if documents else np.zeros(0)
+        best = float(scores.max()) if len(scores) else 0.0
+        if best >= self.upper:
+            return CORRECT, best
+        if best <= self.lower:
+            return INCORRECT, best
+        return AMBIGUOUS, best
+
+
+@dataclass
+class Refinement:
+    text: str
+    kept: list[str]
+    strips: int
+    original_tokens: int
+    refined_tokens: int
+
+
+def knowledge_refinement(documents: Sequence[Hit], query: str, scorer: Scorer, *,
+                         strip_threshold: float = 0.5, tokenizer=None) -> Refinement:
+    """Decompose into strips, keep strips scoring >= strip_threshold, recompose in document order."""
+    from harness.chunking import default_tokenizer
+
+    tok = tokenizer or default_tokenizer()
+    strips = [s for d in documents for s in knowledge_strips(d.text)]
+    scores = scorer(query, strips) if strips else np.zeros(0)
+    kept = [s for s, sc in zip(strips, scores) if sc >= strip_threshold]
+    text = " ".join(kept)
+    original = sum(len(tok.encode(d.text)) for d in documents)
+    return Refinement(text, kept, len(strips), original, len(tok.encode(text)) if text else 0)
+
+
+@dataclass
+class CragResult:
+    answer: str
+    action: str
+    confidence: float
+    context: str
+    sources: list[Hit]
+    refinement: Refinement | None
+    trace: Trace = field(default_factory=Trace)
+
+
+class CRAG:
+    def __init__(self, retriever, web: WebSearch, evaluator: RetrievalEvaluator, llm: LLMClient | None, *,
+                 strip_scorer: Scorer | None = None, strip_threshold: float = 0.5, k: int = 5,
+                 max_web_results: int = 10):
+        self.retriever, self.web, self.evaluator, self.llm = retriever, web, evaluator, llm
+        self.strip_scorer = strip_scorer or evaluator.scorer
+        self.strip_threshold, self.k, self.max_web_results = strip_threshold, k, max_web_results
+        self.template = load_prompts("crag")["generate"]["user"]
+
+    def correct(self, query: str, docs: list[Hit], trace: Trace) -> tuple[str, float, list[Hit]]:
+        """Evaluate and take the corrective action; returns (action, confidence, sources)."""
+        with trace.stage("crag_evaluate"):
+            action, conf = self.evaluator.evaluate(query, docs)
+        trace.event("crag", action=action, confidence=conf)
+        corpus = [Hit(h.id, h.score, h.text, {**h.metadata, "source": h.metadata.get("source", "corpus")}) for h in docs]
+        if action == CORRECT:
+            return action, conf, corpus
+        with trace.stage("web_search"):
+            n = self.max_web_results if action == INCORRECT else max(1, self.max_web_results // 2)
+            web = self.web.search(query, num_results=n)
+        trace.event("web_search", results=len(web))
+        return action, conf, (web if action == INCORRECT else corpus + web)
+
+    def run(self, query: str, trace: Trace | None = None, *, generate: bool = True) -> CragResult:
+        trace = trace if trace is not None else Trace()
+        with trace.stage("retrieve"):
+            docs = self.retriever.retrieve(query, self.k)
+        action, conf, sources = self.correct(query, docs, trace)
+        with trace.stage("refine"):
+            ref = knowledge_refinement(sources, query, self.strip_scorer, strip_threshold=self.strip_threshold)
+        answer = ""
+        if generate and self.llm is not None:
+            with trace.stage("generate"):
+                try:
+                    answer = self.llm.complete(render(self.template, context=ref.text, query=query),
+                                               max_tokens=128, trace=trace).text.strip()
+                except LLMError as err:
+                    trace.event("generate_error", error=str(err))
+        return CragResult(answer, action, conf, ref.text, sources, ref, trace)

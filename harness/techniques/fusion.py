@@ -1,0 +1,74 @@
+"""RAG-Fusion (Rackauckas, arXiv:2402.03367): multi-query generation, parallel retrieval, RRF."""
+from __future__ import annotations
+
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from typing import Sequence
+
+from harness.llm.client import LLMClient, LLMError
+from harness.prompts import load_prompts, render
+from harness.rank_fusion import RRF_K, reciprocal_rank_fusion
+from harness.techniques.parsing import parse_lines
+from harness.types import Hit, Trace
+
+
+def generate_multi_queries(original_query: str, llm: LLMClient, num_queries: int = 4, *, temperature: float = 0.8,
+                           max_tokens: int = 200, prompt_variant: str = "chat", trace: Trace | None = None) -> list[str]:
+    """Up to `num_queries` generated queries plus the original (always first, always included)."""
+    trace = trace if trace is not None else Trace()
+    prompt = render(load_prompts("fusion")[prompt_variant]["user"], query=original_query, num_queries=num_queries)
+    with trace.stage("multi_query"):
+        try:
+            text = llm.complete(prompt, temperature=temperature, max_tokens=max_tokens, trace=trace).text
+        except LLMError as err:
+            trace.event("multi_query_error", error=str(err))
+            text = ""
+    generated = parse_lines(text, prompt=prompt, exclude=(original_query,))
+    return [original_query, *generated[:num_queries]]
+
+
+@dataclass
+class FusionResult:
+    queries: list[str]
+    hits: list[Hit]
+    per_query: list[list[Hit]]
+    trace: Trace = field(default_factory=Trace)
+
+
+class RAGFusion:
+    def __init__(self, llm: LLMClient, retriever, *, num_queries: int = 4, rrf_k: int = RRF_K,
+                 top_k_per_query: int = 10, final_top_k: int = 5, temperature: float = 0.8, max_tokens: int = 200,
+                 prompt_variant: str = "chat", parallel: bool = True):
+        self.llm, self.retriever = llm, retriever
+        self.num_queries, self.rrf_k = num_queries, rrf_k
+        self.top_k_per_query, self.final_top_k = top_k_per_query, final_top_k
+        self.temperature, self.max_tokens, self.prompt_variant = temperature, max_tokens, prompt_variant
+        self.parallel = parallel
+
+    def search_and_fuse(self, queries: Sequence[str], trace: Trace | None = None, *,
+                        vectors: Sequence | None = None) -> FusionResult:
+        """Retrieve for each query (in parallel) and fuse with RRF; `vectors` may replace some queries'
+        embeddings (e.g. a HyDE vector), given as None where the text should be embedded."""
+        trace = trace if trace is not None else Trace()
+        queries = list(queries)
+        with trace.stage("retrieve_multi", n=len(queries)):
+            if vectors is None:
+                per_query = self.retriever.retrieve_many(queries, self.top_k_per_query, parallel=self.parallel)
+            else:
+                def one(i: int) -> list[Hit]:
+                    if vectors[i] is None:
+                        return self.retriever.retrieve(queries[i], self.top_k_per_query)
+                    return self.retriever.retrieve_vector(vectors[i], self.top_k_per_query, query=queries[i])
+
+                with ThreadPoolExecutor(max_workers=max(1, len(queries))) as pool:
+                    per_query = list(pool.map(one, range(len(queries))))
+        with trace.stage("rrf"):
+            fused = reciprocal_rank_fusion(per_query, self.rrf_k)
+        trace.event("fusion", lists=len(per_query))
+        return FusionResult(queries, fused, per_query, trace)
+
+    def search(self, query: str, trace: Trace | None = None) -> FusionResult:
+        trace = trace if trace is not None else Trace()
+        queries = generate_multi_queries(query, self.llm, self.num_queries, temperature=self.temperature,
+                                         max_tokens=self.max_tokens, prompt_variant=self.prompt_variant, trace=trace)
+        return self.search_and_fuse(queries, trace)

@@ -1,0 +1,192 @@
+"""The integrated, routed WSOP pipeline (wsop-implementation-specs §5.1): complexity routing over
+HyDE, CRAG, RAG-Fusion and query rewriting, credibility tiers on every source, cited answers."""
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from importlib import resources
+from pathlib import Path
+from typing import Sequence
+
+import numpy as np
+
+from harness.config import WSOPConfig
+from harness.llm.client import LLMClient, LLMError
+from harness.prompts import load_prompts, render
+from harness.techniques.crag import CORRECT, INCORRECT, RetrievalEvaluator, WebSearch, knowledge_refinement
+from harness.techniques.fusion import RAGFusion
+from harness.techniques.hyde import HyDE
+from harness.techniques.rewrite import LLMRewriter
+from harness.types import Hit, Trace
+
+LEVELS = ("simple", "moderate", "complex")
+
+
+class ComplexityClassifier:
+    """TF-IDF + logistic regression over labelled example queries. The complexity score is the
+    expected level, P(moderate) * 0.5 + P(complex) * 1.0, routed with the protocol's thresholds."""
+
+    def __init__(self, examples: Sequence[tuple[str, str]], *, simple_threshold: float = 0.3,
+                 complex_threshold: float = 0.7, seed: int = 0):
+        from sklearn.feature_extraction.text import TfidfVectorizer
+        from sklearn.linear_model import LogisticRegression
+        from sklearn.pipeline import FeatureUnion, make_pipeline
+
+        labels = {lab for _, lab in examples}
+        if labels != set(LEVELS):
+            raise ValueError(f"examples must cover exactly {LEVELS}, got {sorted(labels)}")
+        feats = FeatureUnion([("w", TfidfVectorizer(ngram_range=(1, 2), sublinear_tf=True)),
+                              ("c", TfidfVectorizer(analyzer="char_wb", ngram_range=(3, 5), sublinear_tf=True))])
+        self.model = make_pipeline(feats, LogisticRegression(C=10.0, max_iter=2000, random_state=seed))
+        texts = [self._augment(q) for q, _ in examples]
+        self.model.fit(texts, [lab for _, lab in examples])
+        self.simple_threshold, self.complex_threshold = simple_threshold, complex_threshold
+
+    @staticmethod
+    def _augment(query: str) -> str:
+        n = len(query.split())
+        length = "len_short" if n <= 7 else "len_medium" if n <= 16 else "len_long"
+        clauses = query.count(",") + query.lower().count(" and ") + query.count("?")
+        return f"{query} {length} clauses_{min(clauses, 4)}"
+
+    @classmethod
+    def from_jsonl(cls, path: str | Path | None = None, **kw) -> "ComplexityClassifier":
+        """Train on `{"query", "label"}` lines; default: the labelled examples shipped with the package."""
+        text = (Path(path).read_text(encoding="utf-8") if path else
+                resources.files("harness.techniques").joinpath("complexity_queries.jsonl").read_text(encoding="utf-8"))
+        rows = [json.loads(line) for line in text.splitlines() if line.strip()]
+        return cls([(r["query"], r["label"]) for r in rows], **kw)
+
+    def score(self, query: str) -> float:
+        probs = dict(zip(self.model.classes_, self.model.predict_proba([self._augment(query)])[0]))
+        return float(probs.get("moderate", 0.0) * 0.5 + probs.get("complex", 0.0))
+
+    def classify(self, query: str) -> str:
+        s = self.score(query)
+        if s < self.simple_threshold:
+            return "simple"
+        if s > self.complex_threshold:
+            return "complex"
+        return "moderate"
+
+
+def credibility_tier(hit: Hit) -> str:
+    """high: the curated corpus or official domains; medium: known reference domains; low: other web."""
+    if hit.metadata.get("source", "corpus") == "corpus":
+        return "high"
+    domain = str(hit.metadata.get("domain", "")).lower()
+    if domain.endswith((".gov", ".edu", ".int", ".mil")) or ".gov." in domain or ".ac." in domain:
+        return "high"
+    if domain.endswith(("wikipedia.org", "arxiv.org", "nature.com", "acm.org", "ieee.org", ".org")):
+        return "medium"
+    return "low"
+
+
+@dataclass
+class SearchResult:
+    query: str
+    answer: str
+    sources: list[Hit]
+    complexity: str
+    trace: Trace = field(default_factory=Trace)
+    degraded: bool = False
+
+
+class WSOPPipeline:
+    def __init__(self, config: WSOPConfig, llm: LLMClient, retriever, web: WebSearch, evaluator: RetrievalEvaluator,
+                 *, embedder, classifier: ComplexityClassifier | None = None, top_k: int = 5,
+                 prompt_variant: str = "chat"):
+        self.config, self.llm, self.retriever, self.web, self.evaluator = config, llm, retriever, web, evaluator
+        self.top_k = top_k
+        h, f, r = config.hyde, config.rag_fusion, config.query_rewriting
+        self.hyde = HyDE(llm, embedder, temperature=h.temperature, max_tokens=h.max_tokens,
+                         num_documents=h.num_documents, include_query=h.include_query, prompt_variant=prompt_variant)
+        self.fusion = RAGFusion(llm, retriever, num_queries=f.num_queries, rrf_k=f.rrf_k,
+                                top_k_per_query=f.top_k_per_query, final_top_k=f.final_top_k,
+                                temperature=f.temperature, max_tokens=f.max_tokens, prompt_variant=prompt_variant)
+        self.rewriter = LLMRewriter(llm, max_tokens=r.max_length, prompt_variant=prompt_variant)
+        self.classifier = classifier or ComplexityClassifier.from_jsonl(
+            simple_threshold=config.routing.simple_threshold, complex_threshold=config.routing.complex_threshold)
+        self.prompts = load_prompts("wsop")["answer"]
+
+    def _fallback(self, query: str, trace: Trace) -> list[Hit]:
+        if not self.config.fallback.web_search_on_incorrect:
+            return []
+        with trace.stage("web_search"):
+            hits = self.web.search(query, num_results=self.config.fallback.max_web_results)
+        trace.event("web_search", results=len(hits))
+        return hits
+
+    def search(self, query: str, complexity: str = "auto", trace: Trace | None = None) -> SearchResult:
+        trace = trace if trace is not None else Trace()
+        if complexity == "auto":
+            with trace.stage("classify"):
+                complexity = self.classifier.classify(query) if self.config.routing.auto_classify else "moderate"
+        if complexity not in LEVELS:
+            raise ValueError(f"complexity must be auto or one of {LEVELS}, got {complexity!r}")
+        trace.event("route", complexity=complexity)
+        if complexity == "simple":
+            with trace.stage("retrieve"):
+                results = self.retriever.retrieve(query, self.top_k)
+        elif complexity == "moderate":
+            expanded = self.hyde.expand(query, trace)
+            with trace.stage("retrieve"):
+                results = self.retriever.retrieve_vector(expanded.vector, self.top_k, query=query)
+            action, conf = self._evaluate(query, results, trace)
+            if action == INCORRECT:
+                results = self._fallback(query, trace)
+        else:
+            rewritten = self.rewriter.rewrite(query, trace=trace)
+            expanded = self.hyde.expand(rewritten, trace)
+            fused = self.fusion.search_and_fuse([query, rewritten, rewritten], trace,
+                                                vectors=[None, None, expanded.vector])
+            results = fused.hits[: self.config.rag_fusion.final_top_k]
+            action, conf = self._evaluate(query, results, trace)
+            if action == INCORRECT:
+                results = results + self._fallback(query, trace)
+            if action != CORRECT and results:
+                results = self._refine(query, results, trace)
+        sources = [Hit(h.id, h.score, h.text, {**h.metadata, "source": h.metadata.get("source", "corpus"),
+                                               "credibility": credibility_tier(h)}) for h in results]
+        with trace.stage("answer"):
+            answer, degraded = self._answer(query, sources, trace)
+        return SearchResult(query, answer, sources, complexity, trace, degraded)
+
+    def _evaluate(self, query: str, results: list[Hit], trace: Trace) -> tuple[str, float]:
+        with trace.stage("crag_evaluate"):
+            action, conf = self.evaluator.evaluate(query, results)
+        trace.event("crag", action=action, confidence=conf)
+        return action, conf
+
+    def _refine(self, query: str, results: list[Hit], trace: Trace) -> list[Hit]:
+        with trace.stage("refine"):
+            out = []
+            for h in results:
+                ref = knowledge_refinement([h], query, self.evaluator.scorer,
+                                           strip_threshold=self.config.crag.strip_threshold)
+                if ref.text:
+                    out.append(Hit(h.id, h.score, ref.text, {**h.metadata, "refined": True}))
+        trace.event("refine", kept=len(out))
+        return out or results
+
+    def _answer(self, query: str, sources: list[Hit], trace: Trace) -> tuple[str, bool]:
+        if not sources:
+            trace.event("degraded", reason="no results")
+            return "I could not find any sources for this question, so I cannot answer it reliably.", True
+        numbered = "\n".join(f"[{i}] {s.text[:700]}" for i, s in enumerate(sources, 1))
+        try:
+            text = self.llm.complete(render(self.prompts["user"], sources=numbered, query=query),
+                                     system=self.prompts["system"], max_tokens=200, trace=trace).text.strip()
+        except LLMError as err:
+            trace.event("degraded", reason=f"answer generation failed: {err}")
+            text, degraded = "The answer could not be generated; the sources below are the best evidence found.", True
+        else:
+            degraded = False
+        trace.event("inline_citations", present=any(f"[{i}]" in text for i in range(1, len(sources) + 1)))
+        refs = "\n".join(f"[{i}] {s.metadata.get('title') or s.id} ({s.metadata['credibility']} credibility)"
+                         for i, s in enumerate(sources, 1))
+        return f"{text}\n\nSources:\n{refs}", degraded
+
+
+def classifier_accuracy(classifier: ComplexityClassifier, examples: Sequence[tuple[str, str]]) -> float:
+    return float(np.mean([classifier.classify(q) == lab for q, lab in examples])) if examples else 0.0

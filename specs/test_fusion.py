@@ -1,0 +1,68 @@
+"""RAGF-001..006: multi-query generation, RRF, stability, recall and latency mechanics."""
+from __future__ import annotations
+
+import pytest
+
+from harness.metrics.text import mean_pairwise_jaccard
+from harness.rank_fusion import reciprocal_rank_fusion, rrf_scores
+from harness.techniques.fusion import RAGFusion, generate_multi_queries
+from harness.types import Hit, Trace
+
+pytestmark = pytest.mark.unit
+Q = "why does a wing stall at high angle of attack"
+ECHOING = ("Original question: why does a wing stall at high angle of attack\nGenerated queries (one per line):\n"
+           "1. boundary layer separation on the upper surface\n2. \"critical angle of attack lift loss\"\n"
+           "3. boundary layer separation on the upper surface\n- stall speed and wing loading\n"
+           "4. adverse pressure gradient flow reversal\n5. an extra query beyond the limit")
+
+
+@pytest.mark.spec("RAGF-001")
+def test_multi_query_parsing_dedupes_and_strips_echoes(scripted_llm):
+    qs = generate_multi_queries(Q, scripted_llm({"Generate": ECHOING}, name="mq"), num_queries=4)
+    assert qs == [Q, "boundary layer separation on the upper surface", "critical angle of attack lift loss",
+                  "stall speed and wing loading", "adverse pressure gradient flow reversal"]
+    assert mean_pairwise_jaccard(qs[1:]) < 0.5
+
+
+@pytest.mark.spec("RAGF-002")
+def test_rrf_formula(check):
+    k = 60
+    lists = [[Hit(d, 0) for d in "abcde"], [Hit(d, 0) for d in "xaybz"], [Hit(d, 0) for d in "qrsta"]]
+    fused = {h.id: h.score for h in reciprocal_rank_fusion(lists, k)}
+    expected_a = sum(1 / (r + k) for r in [1, 2, 5])  # ranks start at 1
+    expected_b = 1 / (2 + k) + 1 / (4 + k)
+    err = max(abs(fused["a"] - expected_a), abs(fused["b"] - expected_b),
+              abs(rrf_scores([["a"]], 60)["a"] - 1 / 61))
+    check("RAGF-002", err)
+
+
+@pytest.mark.spec("RAGF-003")
+def test_rrf_is_deterministic_with_ties():
+    lists = [[Hit("b", 0), Hit("a", 0)], [Hit("a", 0), Hit("b", 0)]]
+    runs = {tuple(h.id for h in reciprocal_rank_fusion(lists)) for _ in range(20)}
+    assert runs == {("a", "b")}, "equal RRF scores broken by best rank, then id"
+
+
+@pytest.mark.spec("RAGF-004")
+def test_fusion_retrieves_and_fuses_every_query(scripted_llm, unit_retriever):
+    fusion = RAGFusion(scripted_llm({"Generate": ECHOING}, name="mq2"), unit_retriever, top_k_per_query=5)
+    res = fusion.search(Q, Trace())
+    assert len(res.per_query) == 5 and all(len(p) == 5 for p in res.per_query)
+    assert {h.id for p in res.per_query for h in p} == {h.id for h in res.hits}
+    assert all(len(h.metadata["rrf_ranks"]) == 5 for h in res.hits)
+
+
+@pytest.mark.spec("RAGF-005")
+def test_original_query_always_included(scripted_llm, check):
+    for name, text in (("empty", ""), ("echo", Q), ("list", ECHOING)):
+        qs = generate_multi_queries(Q, scripted_llm({"": text}, name=f"orig-{name}"))
+        assert qs[0] == Q and qs.count(Q) == 1
+    check("RAGF-005", Q in qs)
+
+
+@pytest.mark.spec("RAGF-006")
+def test_parallel_and_sequential_retrieval_agree(unit_retriever):
+    queries = [Q, "stall", "lift", "separation"]
+    par = unit_retriever.retrieve_many(queries, 5, parallel=True)
+    seq = unit_retriever.retrieve_many(queries, 5, parallel=False)
+    assert [[h.id for h in p] for p in par] == [[h.id for h in s] for s in seq]

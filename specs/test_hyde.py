@@ -1,0 +1,95 @@
+"""HYDE-001..005 and the HyDE mechanics."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from harness.llm.client import LLMClient
+from harness.metrics.text import jaccard
+from harness.techniques.hyde import HyDE
+from harness.techniques.parsing import content_words
+from harness.types import Trace
+
+QUESTION = "why does a wing stall at high angle of attack"
+PASSAGE = ("Write a passage that answers the question. Include specific facts and technical details.\n"
+           "A wing stalls when the boundary layer separates from the upper surface at a high angle of attack, "
+           "which destroys the suction peak so lift falls.")
+
+
+def _valid(query: str, docs: list[str]) -> bool:
+    return bool(docs) and all(d.strip() and content_words(d) & content_words(query) for d in docs)
+
+
+@pytest.mark.unit
+@pytest.mark.spec("HYDE-001")
+def test_generates_valid_hypothetical_document(scripted_llm, hashing_embedder, check):
+    llm = scripted_llm({"Question:": PASSAGE}, name="hyde-echo")
+    docs = HyDE(llm, hashing_embedder).generate(QUESTION)
+    assert "Write a passage" not in docs[0], "prompt echo stripped"
+    check("HYDE-001", _valid(QUESTION, docs), model=llm.label)
+
+
+@pytest.mark.unit
+@pytest.mark.spec("HYDE-001")
+def test_generation_failure_falls_back_to_raw_query_embedding(hashing_embedder):
+    llm = LLMClient("scripted/does-not-exist", max_attempts=1)
+    trace = Trace()
+    res = HyDE(llm, hashing_embedder).expand(QUESTION, trace)
+    assert res.used_fallback and trace.called("hyde_fallback") and trace.called("hyde_llm_error")
+    np.testing.assert_allclose(res.vector, hashing_embedder.encode([QUESTION])[0])
+
+
+@pytest.mark.unit
+@pytest.mark.spec("HYDE-002")
+def test_vector_is_mean_of_query_and_documents(hashing_embedder):
+    docs = ["boundary layer separation on the upper surface", "loss of lift after the critical angle"]
+    hyde = HyDE(LLMClient("scripted/unused"), hashing_embedder, num_documents=2)
+    res = hyde.expand(QUESTION, hypothetical_documents=docs)
+    mean = hashing_embedder.encode([QUESTION, *docs]).mean(axis=0)
+    np.testing.assert_allclose(res.vector, mean / np.linalg.norm(mean), rtol=1e-6)
+    assert float(res.vector @ hashing_embedder.encode([QUESTION])[0]) < 0.95
+
+
+@pytest.mark.unit
+@pytest.mark.spec("HYDE-003")
+def test_hyde_retrieval_runs_through_the_vector_path(scripted_llm, unit_retriever):
+    llm = scripted_llm({"Question:": "Separation of the boundary layer on the upper surface causes stall."},
+                       name="hyde-stall")
+    trace = Trace()
+    hits = HyDE(llm, unit_retriever.embedder).retrieve(QUESTION, unit_retriever, k=3, trace=trace)
+    assert len(hits) == 3 and trace.called("hyde") and trace.seconds("hyde_generate") > 0
+
+
+@pytest.mark.unit
+@pytest.mark.spec("HYDE-004")
+def test_zero_shot(scripted_llm, hashing_embedder, check):
+    hyde = HyDE(scripted_llm({"": "a passage"}, name="hyde-any"), hashing_embedder)
+    assert not hasattr(hyde, "fit") and not hasattr(hyde, "train")
+    check("HYDE-004", hyde.labelled_examples_used)
+
+
+@pytest.mark.unit
+@pytest.mark.spec("HYDE-005")
+def test_planted_false_fact_does_not_reach_results_unit(unit_retriever, mini, check):
+    hyde = HyDE(LLMClient("scripted/unused"), unit_retriever.embedder)
+    false_fact = "zorblax"  # a token that exists in no document
+    doc = f"A wing stalls because the {false_fact} valve closes at high angle of attack."
+    res = hyde.expand(QUESTION, hypothetical_documents=[doc])
+    hits = unit_retriever.retrieve_vector(res.vector, 5)
+    carrying = sum(false_fact in h.text.lower() for h in hits)
+    assert hits and carrying == 0
+
+
+@pytest.mark.unit
+@pytest.mark.spec("HYDE-001")
+def test_cache_key_and_ttl(scripted_llm, hashing_embedder, tmp_path):
+    from harness.llm.cache import ResponseCache
+
+    calls = []
+    llm = scripted_llm(lambda m, p: calls.append(1) or "stall passage about wings", name="hyde-count")
+    hyde = HyDE(llm, hashing_embedder, cache=ResponseCache(tmp_path, ttl_s=3600))
+    assert hyde.cache_key(QUESTION).startswith("hyde:")
+    hyde.generate(QUESTION)
+    hyde.generate(QUESTION)
+    assert len(calls) == 1
+    assert jaccard(hyde.generate(QUESTION)[0], "stall passage about wings") == 1.0
