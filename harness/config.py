@@ -100,6 +100,7 @@ class HarnessSettings(_Strict):
     embedder: str = "all-MiniLM-L6-v2"
     reranker: str = "maxsim-minilm"
     seed: int = 13
+    max_queries: int = 30
     llm: LLMSettings = Field(default_factory=LLMSettings)
 
 

@@ -41,6 +41,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                     help="wsop.yaml-style configuration file (default: ini harness_config).")
     group.addoption("--data-dir", action="store", default=None, metavar="DIR",
                     help="folder of BEIR-layout datasets for the benchmark tier.")
+    group.addoption("--max-queries", action="store", type=int, default=None, metavar="N",
+                    help="queries per dataset in LLM-driven benchmarks (default 30; 0 = all).")
     group.addoption("--no-llm-cache", action="store_true", default=False,
                     help="bypass the on-disk LLM response cache.")
     parser.addini("spec_files", type="linelist", default=[], help="spec catalogue files or directories.")
@@ -69,6 +71,7 @@ def pytest_configure(config: pytest.Config) -> None:
         "harness.llm.model": config.getoption("llm"),
         "harness.report_dir": config.getoption("report_dir"),
         "harness.data_dir": config.getoption("data_dir"),
+        "harness.max_queries": config.getoption("max_queries"),
     }
     if config.getoption("no_llm_cache"):
         overrides["harness.llm.cache"] = False

@@ -12,6 +12,7 @@ from harness.retrieval import Retriever
 from harness.techniques.crag import LocalWebSearch
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
+SPECS_DIR = Path(__file__).resolve().parent
 
 
 @pytest.fixture(scope="session")

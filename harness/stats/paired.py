@@ -114,12 +114,12 @@ def mcnemar(candidate_correct: Sequence[bool], baseline_correct: Sequence[bool],
     b = np.asarray(baseline_correct, dtype=bool)
     if a.shape != b.shape:
         raise ValueError("paired outcomes must have the same length")
-    table = np.array([[np.sum(a & b), np.sum(~a & b)], [np.sum(a & ~b), np.sum(~a & ~b)]])
-    # rows: candidate right/wrong; cols: baseline right/wrong -> off-diagonals are the discordant pairs
-    n01, n10 = int(table[1, 0]), int(table[0, 1])
-    exact = (n01 + n10) < exact_below
+    base_only = int(np.sum(~a & b))  # baseline right, candidate wrong
+    cand_only = int(np.sum(a & ~b))  # baseline wrong, candidate right
+    table = np.array([[np.sum(a & b), base_only], [cand_only, np.sum(~a & ~b)]])
+    exact = (base_only + cand_only) < exact_below
     res = _mcnemar(table, exact=exact, correction=True)
-    return McNemarResult(float(res.statistic), float(res.pvalue), n01, n10, exact)
+    return McNemarResult(float(res.statistic), float(res.pvalue), base_only, cand_only, exact)
 
 
 def holm(p_values: Sequence[float], alpha: float = 0.05) -> tuple[list[bool], list[float]]:

@@ -1,0 +1,64 @@
+"""Benchmark-tier fixtures: every BEIR set under the data directory, indexed once into a persistent
+LanceDB store under the cache directory (re-runs with warm caches encode nothing)."""
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from harness._pytest_state import harness_config_of
+
+
+def available_datasets(data_dir: Path) -> list[str]:
+    return sorted(p.name for p in data_dir.iterdir() if (p / "corpus.jsonl").exists()) if data_dir.is_dir() else []
+
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    if "dataset_name" in metafunc.fixturenames:
+        names = available_datasets(harness_config_of(metafunc.config).harness.data_dir)
+        params = names or [pytest.param("none", marks=pytest.mark.skip(reason="no BEIR dataset in the data directory"))]
+        metafunc.parametrize("dataset_name", params, scope="session")
+
+
+def _natural(key: str):
+    return [int(t) if t.isdigit() else t for t in re.split(r"(\d+)", key)]
+
+
+@pytest.fixture(scope="session")
+def dataset(dataset_name, beir_dataset):
+    return beir_dataset(dataset_name)
+
+
+@pytest.fixture(scope="session")
+def dense_store(dataset, embedder, harness_config):
+    from harness.index.lancedb_store import LanceStore
+
+    store = LanceStore(harness_config.harness.cache_dir / "lancedb" / dataset.name, "corpus")
+    store.last_stats = store.index(list(dataset.corpus.values()), embedder)
+    return store
+
+
+@pytest.fixture(scope="session")
+def dense_retriever(dense_store, embedder):
+    from harness.retrieval import Retriever
+
+    return Retriever(dense_store, embedder, "dense")
+
+
+@pytest.fixture(scope="session")
+def bench_queries(dataset, harness_config):
+    """The first N judged queries (natural id order), N = --max-queries (0 = all)."""
+    qids = sorted(dataset.judged_queries(), key=_natural)
+    n = harness_config.harness.max_queries
+    qids = qids[:n] if n else qids
+    return [dataset.queries[q] for q in qids]
+
+
+@pytest.fixture(scope="session")
+def uncached_llm(llm):
+    """The same model without the response cache, for latency measurements."""
+    from harness.llm.client import LLMClient
+
+    return LLMClient(llm.model, api_base=llm.api_base, api_key=llm.api_key, label=llm.label,
+                     timeout_s=llm.timeout_s, max_attempts=llm.max_attempts, concurrency=llm.concurrency)

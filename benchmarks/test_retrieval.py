@@ -1,0 +1,97 @@
+"""Retrieval backbone benchmarks (issue #8): dense / BM25 / hybrid quality per BEIR set, agreement
+with pytrec_eval, LanceDB vs NumPy search latency, metric throughput, warm-cache re-runs."""
+from __future__ import annotations
+
+import time
+
+import numpy as np
+import pytest
+
+from harness.metrics import evaluate
+from harness.retrieval import Retriever
+
+pytestmark = pytest.mark.benchmark
+MEASURES = ["nDCG@10", "Recall@10", "Recall@100", "MRR@100", "MAP@100"]
+TREC_NAMES = {"nDCG@10": "ndcg_cut_10", "Recall@10": "recall_10", "Recall@100": "recall_100",
+              "MRR@100": "recip_rank", "MAP@100": "map_cut_100"}
+
+
+def _run(retriever: Retriever, queries, k: int = 100) -> tuple[dict[str, dict[str, float]], float]:
+    t0 = time.perf_counter()
+    hits = retriever.retrieve_many([q.text for q in queries], k)
+    seconds = time.perf_counter() - t0
+    return {q.id: {h.id: h.score for h in hs} for q, hs in zip(queries, hits)}, seconds
+
+
+@pytest.mark.parametrize("mode", ["dense", "bm25", "hybrid"])
+def test_retrieval_quality(dataset_name, mode, dataset, dense_store, embedder, measure):
+    queries = list(dataset.judged_queries().values())
+    run, seconds = _run(Retriever(dense_store, embedder, mode), queries)
+    scores = evaluate(dataset.qrels, run, MEASURES)
+    model = "bm25 (LanceDB FTS)" if mode == "bm25" else embedder.name
+    for name, values in scores.items():
+        measure(name, float(values.mean()), technique=mode, dataset=dataset_name, n=len(queries), model=model)
+    measure("search_seconds_per_query", seconds / len(queries), technique=mode, dataset=dataset_name)
+    measure("index_seconds", dense_store.last_stats.seconds, dataset=dataset_name,
+            encoded=dense_store.last_stats.encoded, skipped=dense_store.last_stats.skipped)
+    assert scores["nDCG@10"].mean() > 0.0
+
+
+@pytest.mark.spec("RETR-TREC-EVAL-AGREEMENT")
+def test_dense_metrics_agree_with_pytrec_eval(dataset_name, dataset, dense_retriever, check):
+    pytrec_eval = pytest.importorskip("pytrec_eval", reason="pip install pytrec-eval-terrier (the dev extra)")
+    queries = list(dataset.judged_queries().values())
+    run, _ = _run(dense_retriever, queries)
+    ours = evaluate(dataset.qrels, run, MEASURES)
+    qrels = {q: dataset.qrels[q] for q in run}
+    ref = pytrec_eval.RelevanceEvaluator(qrels, {"ndcg_cut.10", "recall.10,100", "recip_rank", "map_cut.100"})
+    # trec_eval reads the whole run for recip_rank; ours is cut at 100, which is all the run holds
+    theirs = ref.evaluate(run)
+    qids = sorted(dataset.qrels)
+    worst = max(abs(ours[m][i] - theirs[q][TREC_NAMES[m]]) for m in MEASURES for i, q in enumerate(qids))
+    check("RETR-TREC-EVAL-AGREEMENT", worst, dataset=dataset_name, n=len(qids))
+
+
+@pytest.mark.spec("RETR-SCIFACT-MTEB")
+def test_scifact_reproduces_mteb(beir_dataset, embedder, harness_config, check):
+    from harness.index.lancedb_store import LanceStore
+
+    ds = beir_dataset("scifact")
+    store = LanceStore(harness_config.harness.cache_dir / "lancedb" / "scifact", "corpus")
+    store.index(list(ds.corpus.values()), embedder)
+    run, _ = _run(Retriever(store, embedder), list(ds.judged_queries().values()), k=10)
+    ndcg = float(evaluate(ds.qrels, run, ["nDCG@10"])["nDCG@10"].mean())
+    check("RETR-SCIFACT-MTEB", abs(ndcg - 0.6451), value_ndcg10=ndcg, dataset="scifact", model=embedder.name)
+
+
+def test_lancedb_vs_numpy_top10(dataset_name, dataset, dense_store, embedder, benchmark, measure):
+    from harness.stats.latency import interleaved_ratio
+
+    ids, vecs = dense_store.vectors()
+    queries = embedder.encode([q.text for q in list(dataset.judged_queries().values())[:50]])
+
+    def numpy_top10(q):
+        scores = vecs @ q
+        top = np.argpartition(-scores, 10)[:10]
+        return [ids[i] for i in top[np.argsort(-scores[top])]]
+
+    def lance_top10(q):
+        return [h.id for h in dense_store.search_vector(q, 10)]
+
+    same = np.mean([set(numpy_top10(q)) == set(lance_top10(q)) for q in queries])
+    ratio = interleaved_ratio(numpy_top10, lance_top10, list(queries))
+    measure("lancedb_vs_numpy_top10_latency_ratio", ratio.median, dataset=dataset_name, **ratio.as_context())
+    measure("lancedb_numpy_top10_agreement", float(same), dataset=dataset_name)
+    benchmark.pedantic(lance_top10, args=(queries[0],), rounds=20, iterations=1)
+    assert same >= 0.98
+
+
+def test_metric_throughput_10k_by_100(benchmark, measure):
+    rng = np.random.default_rng(0)
+    docs = [f"d{i}" for i in range(5000)]
+    qrels = {f"q{q}": {docs[j]: int(rng.integers(1, 4)) for j in rng.choice(5000, 10, replace=False)}
+             for q in range(10_000)}
+    run = {f"q{q}": [docs[j] for j in rng.choice(5000, 100, replace=False)] for q in range(10_000)}
+    out = benchmark.pedantic(evaluate, args=(qrels, run, MEASURES), rounds=3, iterations=1)
+    measure("metrics_seconds_10k_queries_x_100_hits", benchmark.stats.stats.median, measures=len(MEASURES))
+    assert len(out["nDCG@10"]) == 10_000

@@ -1,0 +1,193 @@
+"""The protocol's recall, diversity, stability and latency claims on real data with a real LLM
+(default: the embedded local model). Every figure carries the model and dataset that produced it."""
+from __future__ import annotations
+
+import statistics
+import time
+
+import numpy as np
+import pytest
+
+from harness.metrics import evaluate, mean_pairwise_jaccard
+from harness.prompts import load_prompts, render
+from harness.stats import paired_difference, permutation_test, relative_improvement, relative_improvement_ci
+from harness.stats.latency import interleaved_ratio
+from harness.techniques.fusion import RAGFusion, generate_multi_queries
+from harness.techniques.hyde import HyDE
+from harness.techniques.rewrite import LLMRewriter
+from harness.types import Trace
+
+pytestmark = pytest.mark.benchmark
+
+
+def _recall_at_10(dataset, runs: dict[str, list[str]]) -> np.ndarray:
+    qrels = {q: dataset.qrels[q] for q in runs}
+    return evaluate(qrels, runs, ["Recall@10"])["Recall@10"]
+
+
+def _ndcg_at_10(dataset, runs: dict[str, list[str]]) -> np.ndarray:
+    qrels = {q: dataset.qrels[q] for q in runs}
+    return evaluate(qrels, runs, ["nDCG@10"])["nDCG@10"]
+
+
+def _compare(check, spec_id, dataset, base_runs, cand_runs, *, llm, technique, measure):
+    base, cand = _recall_at_10(dataset, base_runs), _recall_at_10(dataset, cand_runs)
+    rel = relative_improvement(cand, base)
+    diff = paired_difference(cand, base, seed=1)
+    ci = relative_improvement_ci(cand, base, seed=1)
+    for name, values in (("dense", base), (technique, cand)):
+        measure("Recall@10", float(values.mean()), technique=name, dataset=dataset.name, model=llm.label, n=len(values))
+    check(spec_id, rel, n=len(base), ci=list(ci), p_value=permutation_test(cand, base, seed=1),
+          model=llm.label, dataset=dataset.name, baseline=float(base.mean()), candidate=float(cand.mean()),
+          paired_difference=diff.mean, paired_difference_ci=list(diff.ci))
+
+
+@pytest.fixture(scope="session")
+def dense_runs(dense_retriever, bench_queries):
+    hits = dense_retriever.retrieve_many([q.text for q in bench_queries], 10)
+    return {q.id: [h.id for h in hs] for q, hs in zip(bench_queries, hits)}
+
+
+@pytest.fixture(scope="session")
+def hyde_runs(llm, embedder, dense_retriever, bench_queries):
+    hyde = HyDE(llm, embedder)
+    return {q.id: [h.id for h in hyde.retrieve(q.text, dense_retriever, 10)] for q in bench_queries}
+
+
+@pytest.fixture(scope="session")
+def fusion_results(llm, dense_retriever, bench_queries):
+    fusion = RAGFusion(llm, dense_retriever)
+    return {q.id: fusion.search(q.text) for q in bench_queries}
+
+
+@pytest.mark.spec("HYDE-003")
+def test_hyde_recall(dataset, dense_runs, hyde_runs, llm, check, measure):
+    _compare(check, "HYDE-003", dataset, dense_runs, hyde_runs, llm=llm, technique="hyde", measure=measure)
+
+
+@pytest.mark.spec("BENCH-HYDE-CONTRIEVER")
+def test_hyde_ndcg_beats_dense(dataset, dense_runs, hyde_runs, llm, embedder, check, measure):
+    base, cand = _ndcg_at_10(dataset, dense_runs), _ndcg_at_10(dataset, hyde_runs)
+    diff = paired_difference(cand, base, seed=1)
+    for name, v in (("dense", base), ("hyde", cand)):
+        measure("nDCG@10", float(v.mean()), technique=name, dataset=dataset.name, model=llm.label, n=len(v))
+    check("BENCH-HYDE-CONTRIEVER", diff.mean, ci=list(diff.ci), n=diff.n, p_value=permutation_test(cand, base, seed=1),
+          model=llm.label, dataset=dataset.name, dense_baseline=embedder.name)
+
+
+@pytest.mark.spec("RAGF-001")
+def test_multi_query_diversity(fusion_results, llm, dataset, check):
+    per_query = [mean_pairwise_jaccard(r.queries[1:]) for r in fusion_results.values() if len(r.queries) > 2]
+    generated = [len(r.queries) - 1 for r in fusion_results.values()]
+    value = float(np.mean(per_query)) if per_query else float("nan")
+    check("RAGF-001", value, n=len(per_query), model=llm.label, dataset=dataset.name,
+          mean_generated_queries=float(np.mean(generated)), queries_with_two_or_more=len(per_query))
+
+
+@pytest.mark.spec("RAGF-004")
+def test_fusion_recall(dataset, dense_runs, fusion_results, llm, check, measure):
+    fused = {q: [h.id for h in r.hits[:10]] for q, r in fusion_results.items()}
+    _compare(check, "RAGF-004", dataset, dense_runs, fused, llm=llm, technique="rag-fusion", measure=measure)
+
+
+@pytest.mark.spec("RAGF-003")
+def test_fusion_ranking_stability(uncached_llm, dense_retriever, bench_queries, dataset, check):
+    """Repeat the whole fusion (fresh multi-query samples at T=0.8) 3 times; 1 - mean top-10 overlap."""
+    fusion = RAGFusion(uncached_llm, dense_retriever)
+    variances = []
+    for q in bench_queries[:10]:
+        tops = [{h.id for h in fusion.search(q.text).hits[:10]} for _ in range(3)]
+        overlaps = [len(a & b) / 10 for i, a in enumerate(tops) for b in tops[i + 1:]]
+        variances.append(1 - float(np.mean(overlaps)))
+    check("RAGF-003", float(np.mean(variances)), n=len(variances), runs=3, model=uncached_llm.label,
+          dataset=dataset.name)
+
+
+@pytest.mark.spec("QRW-003")
+def test_rewrite_recall(llm, dense_retriever, bench_queries, dataset, dense_runs, check, measure):
+    rw = LLMRewriter(llm)
+    rewritten = {q.id: rw.rewrite(q.text) for q in bench_queries}
+    hits = dense_retriever.retrieve_many(list(rewritten.values()), 10)
+    runs = {qid: [h.id for h in hs] for qid, hs in zip(rewritten, hits)}
+    changed = sum(rewritten[q.id] != q.text for q in bench_queries)
+    measure("rewrites_differing_from_original", changed, dataset=dataset.name, model=llm.label, n=len(bench_queries))
+    _compare(check, "QRW-003", dataset, dense_runs, runs, llm=llm, technique="rewrite", measure=measure)
+
+
+def _answer(llm, query: str, hits) -> str:
+    ctx = "\n\n".join(h.text[:600] for h in hits)
+    prompt = f"Based on the following sources:\n{ctx}\n\nAnswer: {query}"
+    return llm.complete(prompt, max_tokens=96, use_cache=False).text
+
+
+@pytest.mark.spec("RAGF-006")
+def test_fusion_pipeline_latency(uncached_llm, dense_retriever, bench_queries, dataset, check, measure):
+    fusion = RAGFusion(uncached_llm, dense_retriever)
+    texts = [q.text for q in bench_queries[:6]]
+    single = lambda q: _answer(uncached_llm, q, dense_retriever.retrieve(q, 5))  # noqa: E731
+    fused = lambda q: _answer(uncached_llm, q, fusion.search(q).hits[:5])  # noqa: E731
+    ratio = interleaved_ratio(single, fused, texts)
+    measure("rag_fusion_vs_single_pipeline", ratio.median, dataset=dataset.name, model=uncached_llm.label,
+            **ratio.as_context())
+    check("RAGF-006", ratio.median, n=ratio.rounds, ci=[ratio.q25, ratio.q75], model=uncached_llm.label,
+          dataset=dataset.name, **{k: v for k, v in ratio.as_context().items() if k != "kind"})
+
+
+@pytest.mark.spec("BENCH-RAGF-LATENCY")
+def test_fusion_search_latency(uncached_llm, dense_retriever, bench_queries, dataset, check, measure):
+    """The protocol's §6.2 claim on the retrieval path: multi-query generation + fused search vs one search."""
+    fusion = RAGFusion(uncached_llm, dense_retriever)
+    texts = [q.text for q in bench_queries[:6]]
+    single = lambda q: _answer(uncached_llm, q, dense_retriever.retrieve(q, 10)[:5])  # noqa: E731
+    ratio = interleaved_ratio(single, lambda q: _answer(uncached_llm, q, fusion.search(q).hits[:5]), texts)
+    check("BENCH-RAGF-LATENCY", ratio.median, n=ratio.rounds, ci=[ratio.q25, ratio.q75], model=uncached_llm.label,
+          dataset=dataset.name)
+
+
+@pytest.mark.spec("BENCH-RAGF-PARALLEL-RETRIEVAL")
+def test_parallel_retrieval_stage(dense_retriever, bench_queries, fusion_results, dataset, benchmark, check, measure):
+    """Fusion's retrieval stage (all queries, parallel) vs one query's retrieval, interleaved in one run."""
+    sets = [r.queries for r in fusion_results.values() if len(r.queries) > 1][:20] or [[q.text] * 5 for q in bench_queries[:20]]
+    ratio = interleaved_ratio(lambda qs: dense_retriever.retrieve_many(qs[:1], 10),
+                              lambda qs: dense_retriever.retrieve_many(qs, 10, parallel=True), sets, warmup=2)
+    benchmark.pedantic(dense_retriever.retrieve_many, args=(sets[0], 10), rounds=10, iterations=1)
+    measure("parallel_multi_query_retrieval_ratio", ratio.median, dataset=dataset.name, **ratio.as_context())
+    check("BENCH-RAGF-PARALLEL-RETRIEVAL", ratio.median, n=ratio.rounds, ci=[ratio.q25, ratio.q75],
+          queries_per_set=float(np.mean([len(s) for s in sets])), dataset=dataset.name)
+
+
+@pytest.mark.spec("WSOP-006")
+def test_latency_scales_with_complexity(uncached_llm, embedder, dense_retriever, bench_queries, dataset, reranker,
+                                        tmp_path, check, measure):
+    from harness.config import WSOPConfig
+    from harness.index.lancedb_store import LanceStore
+    from harness.retrieval import Retriever
+    from harness.techniques.crag import LocalWebSearch, RetrievalEvaluator, reranker_scorer
+    from harness.techniques.wsop import WSOPPipeline
+
+    web_docs = list(dataset.corpus.values())[::7]
+    web_store = LanceStore(tmp_path / "web", "web")
+    web_store.index(web_docs, embedder)
+    pipe = WSOPPipeline(WSOPConfig(), uncached_llm, dense_retriever, LocalWebSearch(Retriever(web_store, embedder)),
+                        RetrievalEvaluator(reranker_scorer(reranker)), embedder=embedder)
+    times: dict[str, list[float]] = {"simple": [], "moderate": [], "complex": []}
+    for q in bench_queries[:5]:
+        for level in times:
+            t0 = time.perf_counter()
+            pipe.search(q.text, level, Trace())
+            times[level].append(time.perf_counter() - t0)
+    med = {k: statistics.median(v) for k, v in times.items()}
+    for k, v in med.items():
+        measure(f"wsop_{k}_median_s", v, dataset=dataset.name, model=uncached_llm.label)
+    check("WSOP-006", med["simple"] < med["moderate"] < med["complex"], medians=med, n=5, model=uncached_llm.label)
+
+
+@pytest.mark.spec("CRAG-005", "BENCH-CRAG-POPQA")
+def test_crag_popqa(spec, beir_dataset):
+    beir_dataset("popqa")  # skips with the reason when no PopQA set is under the data directory
+    pytest.fail(f"{spec.id}: a PopQA set is present; the PopQA answer-accuracy runner is not built yet (issue #5)")
+
+
+def test_generation_prompt_is_data():
+    assert "{context}" in load_prompts("crag")["generate"]["user"]
+    assert render("{a}", a=1) == "1"

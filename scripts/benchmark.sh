@@ -1,0 +1,13 @@
+#!/usr/bin/env bash
+# The main job: the benchmark tier on the embedded local model, writing reports/index.html.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+VENV="${VENV:-.venv}"
+[ -x "$VENV/bin/python" ] || python3 -m venv "$VENV"
+"$VENV/bin/pip" install --quiet --upgrade pip
+"$VENV/bin/pip" install --quiet torch==2.13.0
+# llama-cpp-python compiles from source (about 5 minutes on 2 cores) unless a wheel is cached here
+WHEELS="${RAG_HARNESS_WHEELS:-$HOME/.cache/rag-harness-wheels}"
+"$VENV/bin/pip" install --quiet --find-links "$WHEELS" -e '.[dev,local]'
+mkdir -p "$WHEELS" && "$VENV/bin/pip" wheel --quiet --no-deps --find-links "$WHEELS" -w "$WHEELS" 'llama-cpp-python==0.3.36' || true
+HF_HUB_OFFLINE=1 "$VENV/bin/python" -m pytest -m benchmark --report-dir reports "$@"
