@@ -12,7 +12,7 @@ from harness.catalogue import Catalogue
 from harness.config import HarnessConfig
 
 __all__ = ["harness_config", "catalogue", "embedder", "hashing_embedder", "make_index", "beir_dataset",
-           "reranker", "llm", "local_llm_server", "scripted_llm", "vcr_config", "vcr_cassette_dir", "recorded_llm"]
+           "reranker", "llm", "local_llm_server", "scripted_llm", "recorded_llm"]
 
 SECRET_HEADERS = ("authorization", "api-key", "x-api-key", "openai-api-key", "anthropic-api-key", "x-goog-api-key",
                   "cookie", "set-cookie", "proxy-authorization")
@@ -131,38 +131,33 @@ def scripted_llm() -> Callable[..., Any]:
 
 
 # ---------------------------------------------------------------- record / replay
-def _scrub_request(request: Any) -> Any:
+def configure_vcr(vcr: Any) -> None:
+    """Defaults for every cassette: secrets never reach it, and matching ignores host and port so a
+    cassette recorded against a local server on any port replays anywhere."""
+    vcr.filter_headers = [(h, "REDACTED") for h in SECRET_HEADERS]
+    vcr.filter_query_parameters = [(p, "REDACTED") for p in SECRET_PARAMS]
+    vcr.before_record_request = scrub_request
+    vcr.before_record_response = scrub_response
+    vcr.match_on = ("method", "scheme", "path", "body")
+    vcr.decode_compressed_response = True
+
+
+def scrub_request(request: Any) -> Any:
+    """Drop the local server's readiness probe; redact secret headers of everything else."""
+    if request.method == "GET" and request.path.endswith("/v1/models"):
+        return None
     for h in list(request.headers):
         if h.lower() in SECRET_HEADERS:
             request.headers[h] = "REDACTED"
     return request
 
 
-def _scrub_response(response: dict[str, Any]) -> dict[str, Any]:
+def scrub_response(response: dict[str, Any]) -> dict[str, Any]:
     headers = response.get("headers", {})
     for h in list(headers):
         if h.lower() in SECRET_HEADERS:
             headers[h] = ["REDACTED"]
     return response
-
-
-@pytest.fixture(scope="session")
-def vcr_config() -> dict[str, Any]:
-    """pytest-recording defaults: secrets never reach a cassette; matching ignores host and port so a
-    cassette recorded against a local server on any port replays anywhere."""
-    return {
-        "filter_headers": [(h, "REDACTED") for h in SECRET_HEADERS],
-        "filter_query_parameters": [(p, "REDACTED") for p in SECRET_PARAMS],
-        "before_record_request": _scrub_request,
-        "before_record_response": _scrub_response,
-        "match_on": ["method", "scheme", "path", "body"],
-        "decode_compressed_response": True,
-    }
-
-
-@pytest.fixture(scope="module")
-def vcr_cassette_dir(request: pytest.FixtureRequest) -> str:
-    return str(request.config.rootpath / "fixtures" / "cassettes" / request.module.__name__.split(".")[-1])
 
 
 @pytest.fixture

@@ -262,6 +262,14 @@ def _benchmark_stats(config: pytest.Config) -> list[dict[str, Any]]:
     return out
 
 
+@pytest.hookimpl(optionalhook=True)
+def pytest_recording_configure(config: pytest.Config, vcr: Any) -> None:
+    """pytest-recording hook: apply the harness's scrubbing and matching defaults to every cassette."""
+    from harness.fixtures import configure_vcr
+
+    configure_vcr(vcr)
+
+
 @pytest.hookimpl(trylast=True)
 def pytest_sessionstart(session: pytest.Session) -> None:
     config = session.config

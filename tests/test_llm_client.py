@@ -1,0 +1,187 @@
+"""The LLM client against a fake OpenAI-compatible server on loopback: retries, failures, structured
+output repair, cache, cassette scrubbing, and no network at import or run."""
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import textwrap
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+
+import pytest
+from pydantic import BaseModel
+
+from harness.llm.cache import ResponseCache
+from harness.llm.client import LLMClient, LLMError, StructuredOutputError, extract_json
+
+pytestmark = pytest.mark.unit
+
+
+class FakeOpenAI:
+    """Answers /v1/chat/completions from a script of (status, content) steps; the last step repeats."""
+
+    def __init__(self, steps):
+        self.steps, self.requests = list(steps), []
+        outer = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def log_message(self, *a):  # silence
+                pass
+
+            def do_POST(self):  # noqa: N802
+                body = json.loads(self.rfile.read(int(self.headers["content-length"])))
+                outer.requests.append({"path": self.path, "headers": dict(self.headers), "body": body})
+                status, content = outer.steps.pop(0) if len(outer.steps) > 1 else outer.steps[0]
+                payload = (json.dumps({"error": {"message": "boom", "type": "server_error"}}) if status != 200 else
+                           json.dumps({"id": "x", "object": "chat.completion", "created": 0, "model": "fake",
+                                       "choices": [{"index": 0, "finish_reason": "stop",
+                                                    "message": {"role": "assistant", "content": content}}],
+                                       "usage": {"prompt_tokens": 7, "completion_tokens": 3, "total_tokens": 10}}))
+                self.send_response(status)
+                self.send_header("content-type", "application/json")
+                self.send_header("content-length", str(len(payload)))
+                self.end_headers()
+                self.wfile.write(payload.encode())
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+        self.thread.start()
+        self.api_base = f"http://127.0.0.1:{self.server.server_address[1]}/v1"
+
+    def close(self):
+        self.server.shutdown()
+        self.server.server_close()
+
+
+@pytest.fixture
+def fake():
+    servers = []
+
+    def make(steps):
+        s = FakeOpenAI(steps)
+        servers.append(s)
+        return s
+
+    yield make
+    for s in servers:
+        s.close()
+
+
+def client(server, **kw) -> tuple[LLMClient, list[float]]:
+    sleeps: list[float] = []
+    c = LLMClient("openai/fake", api_base=server.api_base, api_key="sk-test", sleep=sleeps.append, **kw)
+    return c, sleeps
+
+
+def test_429_then_success_is_retried(fake):
+    server = fake([(429, ""), (200, "hello")])
+    c, sleeps = client(server)
+    res = c.complete("hi")
+    assert res.text == "hello" and res.attempts == 2 and sleeps == [1.0]
+    assert (res.prompt_tokens, res.completion_tokens) == (7, 3) and c.stats.calls == 2
+
+
+def test_three_500s_fail_with_backoff_and_caller_continues(fake):
+    server = fake([(500, "")])
+    c, sleeps = client(server)
+    out = c.complete_many(["a"])
+    assert isinstance(out[0], LLMError) and out[0].attempts == 3
+    assert sleeps == [1.0, 2.0] and len(server.requests) == 3 and c.stats.failures == 1
+
+
+def test_non_retryable_error_fails_at_once(fake):
+    server = fake([(400, "")])
+    c, sleeps = client(server)
+    with pytest.raises(LLMError) as ei:
+        c.complete("x")
+    assert ei.value.attempts == 1 and sleeps == []
+
+
+class Answer(BaseModel):
+    answer: str
+    confidence: float
+
+
+def test_structured_output_repairs_once(fake):
+    server = fake([(200, "Sure! {\"answer\": \"30 days\", \"confidence\": \"high\"}"),
+                   (200, "```json\n{\"answer\": \"30 days\", \"confidence\": 0.9}\n```")])
+    c, _ = client(server)
+    assert c.structured("q", Answer) == Answer(answer="30 days", confidence=0.9)
+    assert "not valid JSON" in server.requests[1]["body"]["messages"][-1]["content"]
+
+
+def test_garbled_json_after_repair_keeps_raw_text(fake):
+    server = fake([(200, "{answer: 30 days"), (200, "still {{ not json")])
+    c, _ = client(server)
+    with pytest.raises(StructuredOutputError) as ei:
+        c.structured("q", Answer)
+    assert ei.value.raw == "still {{ not json" and ei.value.first_raw == "{answer: 30 days"
+
+
+def test_cache_serves_identical_calls(fake, tmp_path):
+    server = fake([(200, "cached answer")])
+    c, _ = client(server, cache=ResponseCache(tmp_path))
+    first, second = c.complete("same", temperature=0.7), c.complete("same", temperature=0.7)
+    assert second.cached and second.text == first.text and c.stats.calls == 1 and c.stats.cache_hits == 1
+    c.complete("same", temperature=0.7, use_cache=False)
+    assert c.stats.calls == 2
+
+
+def test_extract_json():
+    assert extract_json('x {"a": "}"} y') == '{"a": "}"}'
+    assert extract_json("[1, [2]] tail") == "[1, [2]]"
+    with pytest.raises(ValueError):
+        extract_json("no json")
+
+
+def test_cassettes_never_hold_secrets(fake, tmp_path):
+    import vcr as vcrpy
+
+    from harness.fixtures import configure_vcr
+
+    server = fake([(200, "ok")])
+    recorder = vcrpy.VCR(cassette_library_dir=str(tmp_path), record_mode="all")
+    configure_vcr(recorder)
+    planted = "sk-PLANTED-0123456789abcdef"
+    with recorder.use_cassette("planted.yaml"):
+        LLMClient("openai/fake", api_base=server.api_base + "?api_key=" + planted, api_key=planted).complete("hi")
+    text = (tmp_path / "planted.yaml").read_text()
+    assert planted not in text
+    assert "api_key=REDACTED" in text and "- REDACTED" in text, "query parameter and header both redacted"
+
+
+def test_no_network_at_import_or_run(fake, tmp_path):
+    """Run in a fresh interpreter whose sockets refuse (and log) any non-loopback connection."""
+    server = fake([(200, "local answer")])
+    log = tmp_path / "attempts.txt"
+    script = textwrap.dedent(f"""
+        import socket
+        _orig = socket.socket.connect
+        def guarded(self, addr):
+            host = addr[0] if isinstance(addr, tuple) else str(addr)
+            if not (host.startswith("127.") or host in ("localhost", "::1")):
+                open({str(log)!r}, "a").write(repr(addr) + "\\n")
+                raise OSError("network blocked in test: " + repr(addr))
+            return _orig(self, addr)
+        socket.socket.connect = guarded
+        _gai = socket.getaddrinfo
+        def gai(host, *a, **k):
+            if host not in ("127.0.0.1", "localhost", "::1"):
+                open({str(log)!r}, "a").write("dns " + str(host) + "\\n")
+                raise OSError("dns blocked in test: " + str(host))
+            return _gai(host, *a, **k)
+        socket.getaddrinfo = gai
+        import harness.pytest_plugin, harness.techniques.wsop, harness.chunking
+        from harness.chunking import default_tokenizer
+        assert type(default_tokenizer()).__name__ == "Encoding"
+        from harness.llm.client import LLMClient
+        from harness.llm.scripted import register
+        print(LLMClient(register("net", lambda m, p: "scripted")).complete("x").text)
+        print(LLMClient("openai/fake", api_base={server.api_base!r}, api_key="sk-x").complete("x").text)
+    """)
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert out.stdout.split() == ["scripted", "local", "answer"]
+    assert not log.exists(), Path(log).read_text()
