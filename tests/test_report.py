@@ -1,0 +1,48 @@
+"""Report rendering: escaping, self-containment, comparison view, CLI."""
+from __future__ import annotations
+
+import json
+import re
+
+import pytest
+
+from harness.cli import main
+from harness.report.html import render_comparison, render_html
+
+pytestmark = pytest.mark.unit
+
+EVIL = "<script>alert('x')</script>"
+
+
+def results(value: float, verdict: str = "pass") -> dict:
+    return {
+        "schema_version": 1, "run": {"git_commit": "abc", "created_unix": 0, "markexpr": "unit"},
+        "specs": [{"id": "DEMO-1", "title": f"title {EVIL}", "tier": "unit", "metric": "m", "comparator": "<",
+                   "threshold": 1, "source": "s", "verdict": verdict, "value": value, "n": 3, "ci": [0.1, 0.2],
+                   "p_value": 0.04, "model": "local/x", "dataset": "d", "message": EVIL}],
+        "measures": [
+            {"name": "nDCG@10", "value": 0.4, "nodeid": "t", "context": {"technique": "dense", "dataset": "d"}},
+            {"name": "nDCG@10", "value": 0.5, "nodeid": "t", "context": {"technique": EVIL, "dataset": "d"}},
+            {"name": "fusion_ratio", "value": 1.6, "nodeid": "t", "context": {"kind": "latency_ratio"}},
+        ],
+        "checks": [], "tests": [], "benchmarks": [{"fullname": EVIL, "median_s": 0.1, "stddev_s": 0.0, "rounds": 3}],
+    }
+
+
+def test_html_escapes_and_is_self_contained():
+    html = render_html(results(0.5))
+    assert "<script" not in html and "&lt;script&gt;" in html
+    assert not re.search(r"(src|href)=\"https?://", html), "no network assets"
+    assert html.count("<svg") == 2, "retrieval bars and latency-ratio chart"
+
+
+def test_comparison_and_cli(tmp_path):
+    html = render_comparison(results(0.5), results(0.8, "fail"))
+    assert "+0.3" in html and "<script" not in html
+    (tmp_path / "a.json").write_text(json.dumps(results(0.5)))
+    (tmp_path / "b.json").write_text(json.dumps(results(0.8)))
+    assert main(["compare", str(tmp_path / "a.json"), str(tmp_path / "b.json"), "-o", str(tmp_path / "c.html")]) == 0
+    assert "DEMO-1" in (tmp_path / "c.html").read_text()
+    (tmp_path / "bad.json").write_text(json.dumps({"schema_version": 9}))
+    with pytest.raises(SystemExit, match="field 'schema_version' is 9"):
+        main(["render", str(tmp_path / "bad.json")])
