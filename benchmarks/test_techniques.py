@@ -10,7 +10,9 @@ import pytest
 
 from harness.metrics import evaluate, mean_pairwise_jaccard
 from harness.prompts import load_prompts, render
-from harness.stats import paired_difference, permutation_test, relative_improvement, relative_improvement_ci
+from harness.stats import (
+    minimum_detectable_effect, paired_difference, permutation_test, relative_improvement, relative_improvement_ci,
+)
 from harness.stats.latency import interleaved_ratio
 from harness.techniques.fusion import RAGFusion, generate_multi_queries
 from harness.techniques.hyde import HyDE
@@ -37,7 +39,9 @@ def _compare(check, spec_id, dataset, base_runs, cand_runs, *, llm, technique, m
     ci = relative_improvement_ci(cand, base, seed=1)
     for name, values in (("dense", base), (technique, cand)):
         measure("Recall@10", float(values.mean()), technique=name, dataset=dataset.name, model=llm.label, n=len(values))
-    check(spec_id, rel, n=len(base), ci=list(ci), p_value=permutation_test(cand, base, seed=1),
+    sd = float(np.std(cand - base, ddof=1)) if len(base) > 1 else 0.0
+    mde = minimum_detectable_effect(sd, len(base)) / max(float(base.mean()), 1e-12)  # as a relative change
+    check(spec_id, rel, n=len(base), ci=list(ci), p_value=permutation_test(cand, base, seed=1), mde=mde,
           model=llm.label, dataset=dataset.name, baseline=float(base.mean()), candidate=float(cand.mean()),
           paired_difference=diff.mean, paired_difference_ci=list(diff.ci))
 
@@ -183,9 +187,26 @@ def test_latency_scales_with_complexity(uncached_llm, embedder, dense_retriever,
 
 
 @pytest.mark.spec("CRAG-005", "BENCH-CRAG-POPQA")
-def test_crag_popqa(spec, beir_dataset):
-    beir_dataset("popqa")  # skips with the reason when no PopQA set is under the data directory
-    pytest.fail(f"{spec.id}: a PopQA set is present; the PopQA answer-accuracy runner is not built yet (issue #5)")
+def test_crag_popqa(spec, beir_dataset, llm, embedder, reranker, harness_config, check):
+    """PopQA-style open QA (queries.jsonl rows carry gold `answers`): plain RAG vs CRAG, paired."""
+    from harness.index.lancedb_store import LanceStore
+    from harness.retrieval import Retriever
+    from harness.techniques.crag import CRAG, LocalWebSearch, RetrievalEvaluator, reranker_scorer
+    from harness.techniques.qa_eval import compare_accuracy, plain_rag
+
+    ds = beir_dataset("popqa")  # skips with the reason when no PopQA set is under the data directory
+    store = LanceStore(harness_config.harness.cache_dir / "lancedb" / "popqa", "corpus")
+    store.index(list(ds.corpus.values()), embedder)
+    dense, web = Retriever(store, embedder, "dense"), LocalWebSearch(Retriever(store, embedder, "bm25"))
+    c = harness_config.wsop.crag
+    crag = CRAG(dense, web, RetrievalEvaluator(reranker_scorer(reranker), upper_threshold=c.upper_threshold,
+                                               lower_threshold=c.lower_threshold), llm,
+                strip_threshold=c.strip_threshold)
+    n = harness_config.harness.max_queries
+    queries = list(ds.queries.values())[: n or None]
+    cmp_ = compare_accuracy(queries, plain_rag(llm, dense), lambda q: crag.run(q).answer)
+    check(spec.id, cmp_.delta, model=llm.label, dataset="popqa", reranker=reranker.name,
+          web_backend="bm25 over the same corpus", **cmp_.context())
 
 
 def test_generation_prompt_is_data():

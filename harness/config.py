@@ -97,6 +97,7 @@ class HarnessSettings(_Strict):
     report_dir: Path = Path("reports")
     cache_dir: Path = Path(".cache/rag-harness")
     data_dir: Path = Path("../shared/data")
+    corpus: str = "cranfield"
     embedder: str = "all-MiniLM-L6-v2"
     reranker: str = "maxsim-minilm"
     seed: int = 13

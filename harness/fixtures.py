@@ -11,7 +11,8 @@ from harness._pytest_state import catalogue_of, harness_config_of
 from harness.catalogue import Catalogue
 from harness.config import HarnessConfig
 
-__all__ = ["harness_config", "catalogue", "embedder", "hashing_embedder", "make_index", "beir_dataset",
+__all__ = ["harness_config", "catalogue", "embedder", "hashing_embedder", "make_index", "beir_dataset", "corpus",
+           "index", "retriever",
            "reranker", "llm", "local_llm_server", "scripted_llm", "recorded_llm"]
 
 SECRET_HEADERS = ("authorization", "api-key", "x-api-key", "openai-api-key", "anthropic-api-key", "x-goog-api-key",
@@ -76,6 +77,30 @@ def beir_dataset(harness_config: HarnessConfig) -> Callable[[str], Any]:
         return load_beir(path)
 
     return _load
+
+
+@pytest.fixture(scope="session")
+def corpus(beir_dataset, harness_config: HarnessConfig):
+    """The configured BEIR dataset (`harness.corpus` in the config, default cranfield) from the data dir."""
+    return beir_dataset(harness_config.harness.corpus)
+
+
+@pytest.fixture(scope="session")
+def index(corpus, embedder, harness_config: HarnessConfig):
+    """`corpus` embedded into a persistent LanceDB table under the cache dir (skipped when unchanged)."""
+    from harness.index.lancedb_store import LanceStore
+
+    store = LanceStore(harness_config.harness.cache_dir / "lancedb" / corpus.name, "corpus")
+    store.index(list(corpus.corpus.values()), embedder)
+    return store
+
+
+@pytest.fixture(scope="session")
+def retriever(index, embedder):
+    """Dense retrieval over `index`."""
+    from harness.retrieval import Retriever
+
+    return Retriever(index, embedder, "dense")
 
 
 @pytest.fixture(scope="session")

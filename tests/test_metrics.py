@@ -77,3 +77,11 @@ def test_jaccard_and_edit_distance():
     assert edit_distance("kitten", "sitting") == 3
     assert edit_distance(["a", "b"], ["a", "c", "b"]) == 1
     assert edit_distance("", "abc") == 3
+
+
+def test_answer_match():
+    from harness.metrics import answer_match
+
+    assert answer_match("He was born in Paris, France.", ["paris"]) == 1.0
+    assert answer_match("Parisian food", ["Paris"]) == 0.0
+    assert answer_match("", ["x"]) == 0.0

@@ -46,3 +46,11 @@ def test_comparison_and_cli(tmp_path):
     (tmp_path / "bad.json").write_text(json.dumps({"schema_version": 9}))
     with pytest.raises(SystemExit, match="field 'schema_version' is 9"):
         main(["render", str(tmp_path / "bad.json")])
+
+
+def test_holm_is_applied_across_a_runs_claims():
+    from harness.report.writer import add_holm
+
+    rows = [{"p_value": 0.01}, {"p_value": 0.04}, {"p_value": None}, {"p_value": 0.03}]
+    add_holm(rows)
+    assert [r.get("p_holm") for r in rows] == pytest.approx([0.03, 0.06, None, 0.06])

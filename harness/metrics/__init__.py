@@ -2,6 +2,7 @@
 from harness.metrics.ranking import average_precision, hit_rate, mrr, ndcg, order_run, precision, recall
 from harness.metrics.registry import Measure, evaluate, mean_scores, parse_measure
 from harness.metrics.text import (
+    answer_match,
     edit_distance,
     exact_match,
     jaccard,
@@ -12,7 +13,7 @@ from harness.metrics.text import (
 )
 
 __all__ = [
-    "Measure", "average_precision", "edit_distance", "evaluate", "exact_match", "hit_rate", "jaccard",
+    "Measure", "answer_match", "average_precision", "edit_distance", "evaluate", "exact_match", "hit_rate", "jaccard",
     "mean_pairwise_jaccard", "mean_scores", "mrr", "ndcg", "normalize_answer", "order_run", "parse_measure",
     "precision", "recall", "token_count", "token_f1",
 ]

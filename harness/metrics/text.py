@@ -79,3 +79,11 @@ def token_count(text: str, tokenizer: object | None = None) -> int:
     if tokenizer is not None:
         return len(tokenizer.encode(text))  # type: ignore[attr-defined]
     return len(text.split())
+
+
+def answer_match(prediction: str, answers: str | Iterable[str]) -> float:
+    """1.0 if any normalised gold answer occurs in the normalised prediction (the PopQA 'match'
+    accuracy used by Self-RAG and CRAG), else 0.0."""
+    golds = [answers] if isinstance(answers, str) else list(answers)
+    pred = f" {normalize_answer(prediction)} "
+    return float(any(g and f" {g} " in pred for g in (normalize_answer(a) for a in golds)))

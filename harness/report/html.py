@@ -33,6 +33,10 @@ def _e(v: Any) -> str:
     return escape(_fmt(v), quote=True)
 
 
+def _paren(v: Any) -> str:
+    return f' <span class="muted">({_e(v)})</span>' if v is not None else ""
+
+
 def _verdict(v: str) -> str:
     return f'<span class="v v-{escape(v.replace(" ", "-"))}">{escape(v)}</span>'
 
@@ -84,15 +88,16 @@ def _latency_charts(measures: Iterable[dict[str, Any]]) -> str:
 
 def _spec_table(specs: list[dict[str, Any]]) -> str:
     head = ("<tr><th>spec</th><th>tier</th><th>verdict</th><th>value</th><th>condition</th><th>CI</th>"
-            "<th>p</th><th>n</th><th>model</th><th>dataset</th><th>note</th></tr>")
+            "<th>p (Holm)</th><th>n (MDE)</th><th>model</th><th>dataset</th><th>note</th></tr>")
     rows = []
     for r in specs:
         cond = f"{r['metric']} {r['comparator']} {_fmt(r['threshold'])}"
         rows.append(
             f'<tr id="{_e(r["id"])}"><td><b>{_e(r["id"])}</b><div class="muted">{_e(r["title"])}</div></td>'
             f"<td>{_e(r['tier'])}</td><td>{_verdict(r['verdict'])}</td><td class=num>{_e(r['value'])}</td>"
-            f"<td>{escape(cond)}</td><td class=num>{_e(r.get('ci'))}</td><td class=num>{_e(r.get('p_value'))}</td>"
-            f"<td class=num>{_e(r.get('n'))}</td><td>{_e(r.get('model'))}</td><td>{_e(r.get('dataset'))}</td>"
+            f"<td>{escape(cond)}</td><td class=num>{_e(r.get('ci'))}</td>"
+            f"<td class=num>{_e(r.get('p_value'))}{_paren(r.get('p_holm'))}</td>"
+            f"<td class=num>{_e(r.get('n'))}{_paren(r.get('mde'))}</td><td>{_e(r.get('model'))}</td><td>{_e(r.get('dataset'))}</td>"
             f"<td class=msg>{_e(r.get('message'))}</td></tr>"
         )
     return f"<table>{head}{''.join(rows)}</table>"

@@ -47,7 +47,8 @@ def spec_rows(collector: Collector, catalogue: Catalogue) -> list[dict[str, Any]
             "id": spec.id, "title": spec.title, "tier": spec.marker, "metric": spec.metric,
             "comparator": spec.comparator, "threshold": spec.threshold, "source": spec.source,
             "verdict": verdict, "value": last.get("value"), "n": ctx.get("n"), "ci": ctx.get("ci"),
-            "p_value": ctx.get("p_value"), "model": ctx.get("model"), "dataset": ctx.get("dataset"),
+            "p_value": ctx.get("p_value"), "mde": ctx.get("mde"), "model": ctx.get("model"),
+            "dataset": ctx.get("dataset"),
             "checks": len(cs), "tests": [o["nodeid"] for o in os_], "supporting_tests": supporting.get(spec.id, 0),
             "message": next((o["message"] for o in os_ if o["message"]), ""),
         })

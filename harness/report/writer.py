@@ -30,16 +30,28 @@ def build_results(collector: Collector, catalogue: Catalogue, *, root: Path,
                   benchmarks: list[dict[str, Any]] | None = None, markexpr: str = "") -> dict[str, Any]:
     """The results document. Everything outside `run` and `benchmarks` is independent of timing and order."""
     key = lambda r: (r.get("nodeid", ""), json.dumps(r, sort_keys=True))  # noqa: E731
+    specs = spec_rows(collector, catalogue)
+    add_holm(specs)
     return jsonable({
         "schema_version": SCHEMA_VERSION,
         "run": {"created_unix": time.time(), "git_commit": git_commit(root), "python": platform.python_version(),
                 "markexpr": markexpr},
-        "specs": spec_rows(collector, catalogue),
+        "specs": specs,
         "checks": sorted(collector.checks(), key=key),
         "measures": sorted(collector.measures(), key=key),
         "tests": sorted(collector.outcomes.values(), key=lambda o: o["nodeid"]),
         "benchmarks": sorted(benchmarks or [], key=lambda b: b.get("fullname", "")),
     })
+
+
+def add_holm(rows: list[dict[str, Any]], alpha: float = 0.05) -> None:
+    """Holm-correct the p-values of all of a run's compared claims (rows that carry a p-value)."""
+    from harness.stats import holm
+
+    with_p = [r for r in rows if isinstance(r.get("p_value"), (int, float))]
+    _, adjusted = holm([r["p_value"] for r in with_p], alpha)
+    for r, adj in zip(with_p, adjusted):
+        r["p_holm"] = adj
 
 
 def _atomic_write(path: Path, text: str) -> None:

@@ -1,0 +1,56 @@
+"""Answer accuracy of a RAG pipeline on an open-QA set (queries carrying gold `answers`), paired
+between a baseline and a candidate: the measurement behind CRAG-005 / BENCH-CRAG-POPQA."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable, Sequence
+
+import numpy as np
+
+from harness.llm.client import LLMClient, LLMError
+from harness.metrics.text import answer_match
+from harness.prompts import load_prompts, render
+from harness.stats import mcnemar, paired_difference
+from harness.types import Query
+
+
+def plain_rag(llm: LLMClient, retriever, *, k: int = 5) -> Callable[[str], str]:
+    """The baseline: top-k retrieval, the same generation prompt CRAG uses, no correction."""
+    template = load_prompts("crag")["generate"]["user"]
+
+    def answer(query: str) -> str:
+        context = " ".join(h.text for h in retriever.retrieve(query, k))
+        try:
+            return llm.complete(render(template, context=context, query=query), max_tokens=128).text
+        except LLMError:
+            return ""
+
+    return answer
+
+
+@dataclass
+class AccuracyComparison:
+    baseline: np.ndarray
+    candidate: np.ndarray
+
+    @property
+    def delta(self) -> float:
+        return float(self.candidate.mean() - self.baseline.mean())
+
+    def context(self) -> dict:
+        diff = paired_difference(self.candidate, self.baseline, seed=1)
+        mc = mcnemar(self.candidate.astype(bool), self.baseline.astype(bool))
+        return {"n": len(self.baseline), "ci": list(diff.ci), "p_value": mc.p_value,
+                "baseline_accuracy": float(self.baseline.mean()), "candidate_accuracy": float(self.candidate.mean()),
+                "discordant": [mc.b, mc.c]}
+
+
+def compare_accuracy(queries: Sequence[Query], baseline: Callable[[str], str],
+                     candidate: Callable[[str], str]) -> AccuracyComparison:
+    """Answer every query with both systems; correct = a gold answer occurs in the output."""
+    missing = [q.id for q in queries if not q.metadata.get("answers")]
+    if missing:
+        raise ValueError(f"queries without gold 'answers': {', '.join(missing[:5])}")
+    base = np.array([answer_match(baseline(q.text), q.metadata["answers"]) for q in queries])
+    cand = np.array([answer_match(candidate(q.text), q.metadata["answers"]) for q in queries])
+    return AccuracyComparison(base, cand)
