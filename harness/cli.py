@@ -20,6 +20,34 @@ def _load(path: str) -> dict:
     return data
 
 
+def _run_experiments(args: argparse.Namespace) -> int:
+    from contextlib import ExitStack
+
+    from harness.llm.client import LLMClient
+    from harness.runner import RunHalted, run_experiments
+
+    with ExitStack() as stack:
+        llm = None
+        if not args.dry_run:
+            if args.model.startswith("local/"):
+                from harness.llm.local import LocalModelServer
+
+                server = stack.enter_context(LocalModelServer(args.model.split("/", 1)[1],
+                                                              log_path=Path(args.logs) / "llama_server.log"))
+                llm = LLMClient(server.litellm_model, api_base=server.api_base, api_key="sk-local", label=args.model)
+            else:
+                llm = LLMClient(args.model)
+        try:
+            s = run_experiments(args.kb, args.out, experiments=args.experiments.split(","), dry_run=args.dry_run,
+                                overwrite=args.overwrite, llm=llm, model=args.model, log_dir=args.logs,
+                                limit=args.limit)
+        except RunHalted as err:
+            print(f"rag-harness: halted: {err}", file=sys.stderr)
+            return 2
+    failed = sum(len(v) for v in s.failed.values())
+    return 1 if failed and failed > 0.05 * max(1, sum(s.written.values()) + failed) else 0
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="rag-harness", description=__doc__)
     sub = ap.add_subparsers(dest="cmd", required=True)
@@ -30,7 +58,18 @@ def main(argv: list[str] | None = None) -> int:
     ren = sub.add_parser("render", help="results.json -> index.html")
     ren.add_argument("results")
     ren.add_argument("-o", "--output", default="reports/index.html")
+    run = sub.add_parser("run-experiments", help="E2/E3/E4 experiments over a KB folder (FR1-FR10)")
+    run.add_argument("--kb", default="fixtures/retail_kb", help="folder with *.md pages, structure.json, queries.jsonl")
+    run.add_argument("--out", default="output/kb", help="where e2/e3/e4 JSONL files are written")
+    run.add_argument("--logs", default="logs")
+    run.add_argument("--experiments", default="e2,e3,e4")
+    run.add_argument("--model", default="local/smollm2-135m-instruct", help="litellm model string or local/<alias>")
+    run.add_argument("--dry-run", action="store_true", help="scripted model, weight-free embedder, no network")
+    run.add_argument("--overwrite", action="store_true", help="reprocess every query (and re-index)")
+    run.add_argument("--limit", type=int, default=None, help="only the first N queries")
     args = ap.parse_args(argv)
+    if args.cmd == "run-experiments":
+        return _run_experiments(args)
     out = Path(args.output)
     out.parent.mkdir(parents=True, exist_ok=True)
     if args.cmd == "compare":

@@ -158,3 +158,40 @@ def make_embedder(name: str, cache_dir: str | Path | None = None) -> _CachedEmbe
         dim = int(name.split("-", 1)[1]) if "-" in name else 512
         return HashingEmbedder(dim, cache=cache)
     return SentenceTransformerEmbedder(name, cache=cache)
+
+
+class RetryingEmbedder:
+    """Wraps an embedder: encodes in batches, retrying a failed batch with exponential backoff
+    (3 attempts, 1 s -> 2 s -> 4 s), so a transient embedding failure does not lose the index."""
+
+    def __init__(self, inner, *, batch_size: int = 100, max_attempts: int = 3, backoff_s: float = 1.0,
+                 sleep=None, on_retry=None):
+        import time as _time
+
+        self.inner, self.batch_size, self.max_attempts, self.backoff_s = inner, batch_size, max_attempts, backoff_s
+        self.name, self.dim = inner.name, inner.dim
+        self._sleep = sleep or _time.sleep
+        self._on_retry = on_retry
+        self.retries = 0
+
+    @property
+    def encoded_count(self) -> int:
+        return getattr(self.inner, "encoded_count", 0)
+
+    def encode(self, texts: Sequence[str]) -> np.ndarray:
+        texts = list(texts)
+        parts = []
+        for i in range(0, len(texts), self.batch_size):
+            batch = texts[i:i + self.batch_size]
+            for attempt in range(1, self.max_attempts + 1):
+                try:
+                    parts.append(self.inner.encode(batch))
+                    break
+                except Exception as exc:  # noqa: BLE001 - any backend error is retried, then re-raised
+                    if attempt == self.max_attempts:
+                        raise
+                    self.retries += 1
+                    if self._on_retry:
+                        self._on_retry(exc, attempt)
+                    self._sleep(self.backoff_s * 2 ** (attempt - 1))
+        return np.concatenate(parts) if parts else np.zeros((0, self.dim), dtype=np.float32)

@@ -78,6 +78,9 @@ class SentenceMaxSimReranker(_RerankBase):
 
         if not texts:
             return np.zeros(0)
+        if self.w == 0.0:  # passage-level cosine only: no sentence split needed
+            vecs = self.embedder.encode([query, *texts])
+            return vecs[1:] @ vecs[0]
         per_text = [sentences(t)[:64] or [t] for t in texts]
         flat = [s for ss in per_text for s in ss]
         vecs = self.embedder.encode([query, *texts, *flat])

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import re
 import time
 from dataclasses import dataclass
@@ -19,6 +20,9 @@ _WORD = re.compile(r"\w+", re.UNICODE)
 
 
 def _lancedb():
+    # LanceDB's Rust logger prints WARN lines (e.g. "creating a new dataset") to stderr; keep the
+    # console quiet unless the user asked for more. Must be set before lancedb is first imported.
+    os.environ.setdefault("LANCEDB_LOG", "error")
     try:
         import lancedb
     except ImportError as exc:  # pragma: no cover

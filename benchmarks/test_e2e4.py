@@ -1,0 +1,142 @@
+"""E2/E3/E4 study on the configured LLM (default: the embedded local model) over all 150 queries of
+the shipped retail KB: completion, timings per stage, per-type accuracy, abstention, significance."""
+from __future__ import annotations
+
+import statistics
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from harness.data import load_experiment_inputs
+from harness.runner import run_experiments
+from harness.techniques.e2e4_eval import compare, context_recall, load_rows, summarize
+from harness.techniques.parsing import content_words
+
+pytestmark = pytest.mark.benchmark
+KB = Path(__file__).resolve().parents[1] / "fixtures" / "retail_kb"
+FILES = {"e2": "e2_standard_rag.jsonl", "e3": "e3_filtered_rag.jsonl", "e4": "e4_reasoning_rag.jsonl"}
+
+
+@pytest.fixture(scope="module")
+def study(llm, embedder, reranker, harness_config, tmp_path_factory):
+    out = harness_config.harness.report_dir / "e2e4"
+    t0 = time.perf_counter()
+    summary = run_experiments(KB, out, llm=llm, model=llm.label, log_dir=out / "logs", embedder=embedder,
+                              reranker=reranker, db_uri=tmp_path_factory.mktemp("e2e4-db"), overwrite=True)
+    wall = time.perf_counter() - t0
+    return {"summary": summary, "wall": wall, "rows": {e: load_rows(out / f) for e, f in FILES.items()},
+            "model": llm.label}
+
+
+def _ctx(study, **kw):
+    return {"model": study["model"], "dataset": "retail_kb", **kw}
+
+
+@pytest.mark.spec("E2E4-FR4-1", "E2E4-FR5-2")
+def test_all_queries_processed(study, spec, check):
+    exp = {"E2E4-FR4-1": "e2", "E2E4-FR5-2": "e3"}[spec.id]
+    check(spec.id, len(study["rows"][exp]), **_ctx(study, failed=study["summary"].failed[exp]))
+
+
+@pytest.mark.spec("E2E4-FR6-1")
+def test_e4_with_reasoning(study, check):
+    rows = study["rows"]["e4"]
+    structured = float(np.mean([r.get("structured_output", False) for r in rows])) if rows else 0.0
+    check("E2E4-FR6-1", sum(bool((r["reasoning_steps"] or "").strip()) for r in rows),
+          **_ctx(study, structured_json_rate=structured))
+
+
+@pytest.mark.spec("E2E4-SC-1")
+def test_processed_by_all_three(study, check):
+    ids = [set(r["query_id"] for r in study["rows"][e]) for e in FILES]
+    check("E2E4-SC-1", len(set.intersection(*ids)), **_ctx(study))
+
+
+@pytest.mark.spec("E2E4-FR5-1")
+def test_rerank_time(study, check, measure):
+    ms = [r["rerank_time_ms"] for r in study["rows"]["e3"]]
+    for e, rows in study["rows"].items():
+        for stage in ("retrieval_time_ms", "rerank_time_ms", "llm_time_ms", "total_time_ms"):
+            vals = [r[stage] for r in rows if stage in r]
+            if vals:
+                measure(f"{e}_{stage}_median", statistics.median(vals), **_ctx(study))
+    check("E2E4-FR5-1", statistics.median(ms), **_ctx(study, n=len(ms), reranker="maxsim-minilm"))
+
+
+@pytest.mark.spec("E2E4-FR5-3")
+def test_reranked_context_more_relevant(study, check, measure):
+    c = compare(study["rows"]["e3"], study["rows"]["e2"])
+    for e, rows in study["rows"].items():
+        for qtype, figs in summarize(rows).items():
+            for name, v in figs.items():
+                if name != "n" and not np.isnan(v):
+                    measure(f"{name}:{qtype}", v, technique=e, **_ctx(study, n=figs["n"]))
+    recall = {e: float(np.nanmean([context_recall(r) for r in rows])) for e, rows in study["rows"].items()}
+    check("E2E4-FR5-3", c["context_recall_delta"], **_ctx(study, n=c["n"], ci=c["context_recall_ci"],
+                                                           context_recall=recall))
+
+
+@pytest.mark.spec("E2E4-FR6-2")
+def test_reasoning_specific(study, check):
+    specific = []
+    for r in study["rows"]["e4"]:
+        steps = (r["reasoning_steps"] or "").lower()
+        files = {c["metadata"]["filename"].lower() for c in r["retrieved_chunks"]}
+        specific.append(any(f in steps or f[:-3] in steps for f in files)
+                        or len(content_words(steps) & content_words(r["query"])) >= 2)
+    check("E2E4-FR6-2", float(np.mean(specific)), **_ctx(study, n=len(specific)))
+
+
+@pytest.mark.spec("E2E4-FR6-3")
+def test_e4_abstains_on_negatives(study, check):
+    s = summarize(study["rows"]["e4"])
+    e4_vs_e3 = compare(study["rows"]["e4"], study["rows"]["e3"])
+    check("E2E4-FR6-3", s["negative"]["abstention_on_negative"],
+          **_ctx(study, n=s["negative"]["n"], accuracy_by_type={k: v["accuracy"] for k, v in s.items()},
+                 e4_vs_e3_accuracy_delta=e4_vs_e3["accuracy_delta"], p_value=e4_vs_e3["mcnemar_p"]))
+
+
+@pytest.mark.spec("E2E4-NFR-performance")
+def test_total_wall_time(study, check):
+    check("E2E4-NFR-performance", study["wall"], **_ctx(study, chunks=study["summary"].chunks))
+
+
+@pytest.mark.spec("E2E4-NFR-reliability")
+def test_success_rate(study, check):
+    written = sum(study["summary"].written.values())
+    failed = sum(len(v) for v in study["summary"].failed.values())
+    check("E2E4-NFR-reliability", written / max(1, written + failed), **_ctx(study, failed=failed))
+
+
+@pytest.mark.spec("E2E4-FR2-3")
+def test_index_time(embedder, tmp_path, check):
+    from harness.index.lancedb_store import LanceStore
+    from harness.techniques.e2e4 import index_kb
+
+    fresh = type(embedder).__new__(type(embedder))  # same model, no cache: a cold index
+    fresh.__dict__.update(embedder.__dict__)
+    from harness.embed import EmbeddingCache
+
+    fresh.cache = EmbeddingCache(None)
+    t0 = time.perf_counter()
+    stats = index_kb(load_experiment_inputs(KB), LanceStore(tmp_path / "db", "kb"), fresh)
+    check("E2E4-FR2-3", time.perf_counter() - t0, chunks=stats.rows, encoded=stats.encoded, embedder=embedder.name)
+
+
+@pytest.mark.spec("E2E4-FR3-1")
+def test_query_load_time(benchmark, check):
+    from harness.data.experiment import load_queries_jsonl
+
+    qs = benchmark.pedantic(load_queries_jsonl, args=(KB / "queries.jsonl",), rounds=20, iterations=1)
+    assert len(qs) == 150
+    check("E2E4-FR3-1", benchmark.stats.stats.max, median_s=benchmark.stats.stats.median)
+
+
+@pytest.mark.spec("E2E4-FR7-1")
+def test_dry_run_time(tmp_path, check):
+    t0 = time.perf_counter()
+    s = run_experiments(KB, tmp_path / "out", dry_run=True, log_dir=tmp_path / "logs")
+    assert s.written == {"e2": 150, "e3": 150, "e4": 150}
+    check("E2E4-FR7-1", time.perf_counter() - t0, queries=150, experiments=3)

@@ -1,0 +1,217 @@
+"""The E2-E4 experiment runner (FR1-FR10): crash-safe JSONL results, resume, overwrite, dry run,
+file-only logging, and transient / permanent / critical failure handling."""
+from __future__ import annotations
+
+import json
+import logging
+import os
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Sequence
+
+from harness.data.experiment import ExperimentInputs, QueryInput, load_experiment_inputs
+from harness.index.lancedb_store import LanceStore
+from harness.llm.client import LLMClient, LLMError
+from harness.techniques.e2e4 import EXPERIMENTS, Services, chunk_record, dry_run_responder, index_kb
+
+LOG_NAME = "rag_harness.e2e4"
+REQUIRED = ("query_id", "experiment", "query", "retrieved_chunks", "llm_answer", "ground_truth", "context_reference",
+            "metadata", "retrieval_time_ms", "llm_time_ms", "total_time_ms", "model", "dry_run")
+
+
+class RunHalted(RuntimeError):
+    """A critical failure (invalid API key, vector store failure): the run stops with this message."""
+
+
+@dataclass
+class RunSummary:
+    written: dict[str, int] = field(default_factory=dict)
+    skipped_done: dict[str, int] = field(default_factory=dict)
+    failed: dict[str, list[str]] = field(default_factory=dict)
+    index_seconds: float = 0.0
+    chunks: int = 0
+    seconds: float = 0.0
+
+
+def file_logger(log_dir: str | Path) -> logging.Logger:
+    """`logs/e2_to_e4.log`, file only (no console handlers), with timestamps and levels."""
+    path = Path(log_dir) / "e2_to_e4.log"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    log = logging.getLogger(LOG_NAME)
+    log.setLevel(logging.DEBUG)
+    log.propagate = False
+    for h in list(log.handlers):
+        log.removeHandler(h)
+        h.close()
+    handler = logging.FileHandler(path, encoding="utf-8")
+    handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+    log.addHandler(handler)
+    return log
+
+
+def completed_ids(path: Path) -> set[str]:
+    """Query ids already in a results file. A torn last line (a crash mid-write) is cut off first,
+    so nothing half-written survives and that query is simply redone."""
+    if not path.exists():
+        return set()
+    data = path.read_bytes()
+    good_end, ids = 0, set()
+    pos = 0
+    while pos < len(data):
+        nl = data.find(b"\n", pos)
+        if nl < 0:
+            break
+        line = data[pos:nl]
+        try:
+            ids.add(json.loads(line)["query_id"])
+        except (ValueError, KeyError):
+            break
+        pos = good_end = nl + 1
+    if good_end < len(data):
+        with path.open("r+b") as fh:
+            fh.truncate(good_end)
+    return ids
+
+
+def append_result(fh, row: dict[str, Any]) -> None:
+    fh.write(json.dumps(row, ensure_ascii=False) + "\n")
+    fh.flush()
+    os.fsync(fh.fileno())
+
+
+def _critical(err: BaseException) -> bool:
+    text = f"{type(err).__name__} {err}".lower()
+    return getattr(err, "status_code", None) in (401, 403) or "authentication" in text or "api key" in text
+
+
+def build_services(inputs: ExperimentInputs, *, llm: LLMClient | None, model: str, dry_run: bool, db_uri: str | Path,
+                   overwrite: bool, embedder=None, reranker=None, log: logging.Logger) -> tuple[Services, Any]:
+    """FR1/FR2: initialise embedder, reranker, LLM and the vector store, and index the KB."""
+    if dry_run:
+        from harness.embed import HashingEmbedder
+        from harness.llm.scripted import register
+        from harness.rerank import SentenceMaxSimReranker
+
+        embedder = embedder or HashingEmbedder(384)
+        reranker = reranker or SentenceMaxSimReranker(embedder, sentence_weight=0.0)
+        llm = LLMClient(register("e2e4-dry-run", dry_run_responder()), label="scripted/e2e4-dry-run")
+        model = "scripted/e2e4-dry-run"
+    else:
+        if llm is None:
+            raise RunHalted("no LLM configured: pass --model (a litellm model string) or use --dry-run")
+        if embedder is None:
+            from harness.embed import make_embedder
+
+            embedder = make_embedder("all-MiniLM-L6-v2")
+        if reranker is None:
+            from harness.rerank import make_reranker
+
+            reranker = make_reranker("maxsim-minilm", embedder)
+    from harness.embed import RetryingEmbedder
+
+    embedder = RetryingEmbedder(embedder, on_retry=lambda exc, n: log.warning("embedding batch failed (attempt %d), "
+                                                                               "retrying: %s", n, exc))
+    log.info("config: model=%s dry_run=%s embedder=%s reranker=%s db=%s", model, dry_run,
+             getattr(embedder, "name", "?"), getattr(reranker, "name", "?"), db_uri)
+    try:
+        store = LanceStore(db_uri, "kb_chunks")
+        stats = index_kb(inputs, store, embedder, overwrite=overwrite)
+    except Exception as exc:  # noqa: BLE001 - a broken vector store halts the run
+        log.critical("vector store failure: %s", exc, exc_info=True)
+        raise RunHalted(f"vector store failure at {db_uri}: {exc}") from exc
+    log.info("Indexed %d chunks in %.1fs (skipped=%s, encoded=%d)", stats.rows, stats.seconds, stats.skipped,
+             stats.encoded)
+    return Services(store, embedder, reranker, llm, model, dry_run), stats
+
+
+def run_experiments(kb_dir: str | Path, out_dir: str | Path, *, experiments: Sequence[str] = ("e2", "e3", "e4"),
+                    dry_run: bool = False, overwrite: bool = False, llm: LLMClient | None = None, model: str = "",
+                    log_dir: str | Path = "logs", db_uri: str | Path | None = None, embedder=None, reranker=None,
+                    limit: int | None = None) -> RunSummary:
+    """Run the experiments over every query, appending one fsync'ed JSONL line per result."""
+    log = file_logger(log_dir)
+    t_start = time.perf_counter()
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    unknown = [e for e in experiments if e not in EXPERIMENTS]
+    if unknown:
+        raise RunHalted(f"unknown experiment(s) {unknown}; known: {sorted(EXPERIMENTS)}")
+    inputs = load_experiment_inputs(kb_dir, strict=False)
+    for err in inputs.skipped.errors:
+        log.error("skipping malformed query: %s", err)
+    queries: list[QueryInput] = inputs.queries[:limit] if limit else inputs.queries
+    counts: dict[str, int] = {}
+    for q in queries:
+        counts[q.query_type] = counts.get(q.query_type, 0) + 1
+    log.info("Loaded %d queries %s from %s", len(queries), counts, kb_dir)
+    services, stats = build_services(inputs, llm=llm, model=model, dry_run=dry_run,
+                                     db_uri=db_uri or out / ".lancedb", overwrite=overwrite,
+                                     embedder=embedder, reranker=reranker, log=log)
+    summary = RunSummary(index_seconds=stats.seconds, chunks=stats.rows)
+    for name in experiments:
+        exp = EXPERIMENTS[name](services)
+        path = out / exp.output
+        if overwrite and path.exists():
+            path.unlink()
+        done = completed_ids(path)
+        summary.skipped_done[name] = sum(q.query_id in done for q in queries)
+        summary.written[name], summary.failed[name] = 0, []
+        with path.open("a", encoding="utf-8") as fh:
+            for i, q in enumerate(queries, 1):
+                if q.query_id in done:
+                    log.debug("%s: skip %s (already done)", name, q.query_id)
+                    continue
+                log.info("Processing %s query %d/%d (%s)", name.upper(), i, len(queries), q.query_id)
+                t0 = time.perf_counter()
+                try:
+                    o = exp.run(q)
+                except LLMError as err:
+                    if _critical(err):
+                        log.critical("%s %s: %s", name, q.query_id, err)
+                        raise RunHalted(f"critical LLM failure (check the API key): {err}") from err
+                    log.error("%s %s: permanent failure after retries: %s", name, q.query_id, err, exc_info=True)
+                    summary.failed[name].append(q.query_id)
+                    continue
+                if not o.answer.strip():
+                    log.error("%s %s: empty answer from the model; not recorded", name, q.query_id)
+                    summary.failed[name].append(q.query_id)
+                    continue
+                row = {"query_id": q.query_id, "experiment": name, "query": q.query,
+                       "retrieved_chunks": [chunk_record(h) for h in o.hits], "llm_answer": o.answer,
+                       "reasoning_steps": o.reasoning, "ground_truth": q.ground_truth,
+                       "context_reference": q.context_reference, "metadata": {**q.metadata, "query_type": q.query_type},
+                       "retrieval_time_ms": round(o.retrieval_ms, 3), "llm_time_ms": round(o.llm_ms, 3),
+                       "total_time_ms": round((time.perf_counter() - t0) * 1000, 3),
+                       "model": services.model, "dry_run": dry_run, "structured_output": o.structured}
+                if o.rerank_ms is not None:
+                    row["rerank_time_ms"] = round(o.rerank_ms, 3)
+                append_result(fh, row)
+                summary.written[name] += 1
+                log.debug("%s %s: chunks=%s", name, q.query_id, [h.id for h in o.hits])
+    summary.seconds = time.perf_counter() - t_start
+    log.info("Done: written=%s failed=%s in %.1fs", summary.written,
+             {k: len(v) for k, v in summary.failed.items()}, summary.seconds)
+    return summary
+
+
+def validate_results(path: str | Path, experiment: str) -> list[str]:
+    """Problems with a results file against the FR10 schema (empty list when valid)."""
+    problems = []
+    for n, line in enumerate(Path(path).read_text(encoding="utf-8").splitlines(), 1):
+        try:
+            row = json.loads(line)
+        except json.JSONDecodeError as exc:
+            problems.append(f"{path}:{n}: invalid JSON ({exc.msg})")
+            continue
+        for key in REQUIRED:
+            if row.get(key) is None or (key == "llm_answer" and not str(row[key]).strip()):
+                problems.append(f"{path}:{n}: field '{key}' missing or empty")
+        if experiment == "e4" and not (row.get("reasoning_steps") or "").strip():
+            problems.append(f"{path}:{n}: field 'reasoning_steps' empty for e4")
+        if experiment != "e4" and row.get("reasoning_steps") is not None:
+            problems.append(f"{path}:{n}: field 'reasoning_steps' must be null for {experiment}")
+        for c in row.get("retrieved_chunks") or []:
+            if not c.get("metadata", {}).get("filename") or not c.get("metadata", {}).get("section"):
+                problems.append(f"{path}:{n}: chunk {c.get('chunk_id')} lacks filename/section metadata")
+    return problems

@@ -1,0 +1,85 @@
+"""Study metrics over E2/E3/E4 result rows: per query type answer EM/F1/match, context recall,
+abstention on negative queries, citation presence, and paired E3-vs-E2 / E4-vs-E3 significance."""
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+from typing import Any, Iterable
+
+import numpy as np
+
+from harness.metrics.text import answer_match, exact_match, token_f1
+from harness.stats import mcnemar, paired_difference
+
+_ABSTAIN = re.compile(r"\b(i don'?t know|do not know|not (?:sure|enough information|in the context|mentioned|provided)|"
+                      r"no information|cannot (?:answer|find|determine)|insufficient)\b", re.IGNORECASE)
+_CITE = re.compile(r"\[\s*source\s*\d+|\bsource\s*\d+\b|\b[\w-]+\.md\b", re.IGNORECASE)
+
+
+def abstains(answer: str) -> bool:
+    return bool(_ABSTAIN.search(answer))
+
+
+def cites(answer: str) -> bool:
+    return bool(_CITE.search(answer))
+
+
+def context_recall(row: dict[str, Any]) -> float:
+    refs = set(row.get("context_reference") or [])
+    if not refs:
+        return float("nan")
+    got = {c["metadata"].get("filename") for c in row["retrieved_chunks"]}
+    return len(refs & got) / len(refs)
+
+
+def correct(row: dict[str, Any]) -> bool:
+    """Answerable: every part of the ground truth ('a; b') occurs in the answer; negative: it abstains."""
+    qtype = row["metadata"].get("query_type")
+    if qtype == "negative":
+        return abstains(row["llm_answer"])
+    parts = [p.strip() for p in row["ground_truth"].split(";") if p.strip()]
+    return all(answer_match(row["llm_answer"], p) for p in parts)
+
+
+def load_rows(path: str | Path) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in Path(path).read_text(encoding="utf-8").splitlines() if line.strip()]
+
+
+def summarize(rows: Iterable[dict[str, Any]]) -> dict[str, dict[str, float]]:
+    """Per query type (and 'all'): n, accuracy, em, f1, context_recall, abstention, citation."""
+    by: dict[str, list[dict[str, Any]]] = {}
+    for r in rows:
+        by.setdefault(r["metadata"].get("query_type", "?"), []).append(r)
+        by.setdefault("all", []).append(r)
+    out = {}
+    for t, rs in sorted(by.items()):
+        recall = [context_recall(r) for r in rs]
+        recall = [x for x in recall if not np.isnan(x)]
+        negs = [r for r in rs if r["metadata"].get("query_type") == "negative"]
+        out[t] = {
+            "n": len(rs),
+            "accuracy": float(np.mean([correct(r) for r in rs])),
+            "em": float(np.mean([exact_match(r["llm_answer"], r["ground_truth"]) for r in rs])),
+            "f1": float(np.mean([token_f1(r["llm_answer"], r["ground_truth"]) for r in rs])),
+            "context_recall": float(np.mean(recall)) if recall else float("nan"),
+            "abstention_on_negative": float(np.mean([abstains(r["llm_answer"]) for r in negs])) if negs else float("nan"),
+            "citation_rate": float(np.mean([cites(r["llm_answer"]) for r in rs])),
+            "median_total_ms": float(np.median([r["total_time_ms"] for r in rs])),
+        }
+    return out
+
+
+def compare(candidate: list[dict[str, Any]], baseline: list[dict[str, Any]]) -> dict[str, Any]:
+    """Paired accuracy and context-recall differences over the queries both runs answered."""
+    b = {r["query_id"]: r for r in baseline}
+    pairs = [(r, b[r["query_id"]]) for r in candidate if r["query_id"] in b]
+    cand_ok = np.array([correct(c) for c, _ in pairs])
+    base_ok = np.array([correct(x) for _, x in pairs])
+    rec = [(context_recall(c), context_recall(x)) for c, x in pairs]
+    rec = [(c, x) for c, x in rec if not (np.isnan(c) or np.isnan(x))]
+    acc = paired_difference(cand_ok.astype(float), base_ok.astype(float), seed=1)
+    rc = paired_difference([c for c, _ in rec], [x for _, x in rec], seed=1) if rec else None
+    return {"n": len(pairs), "accuracy_delta": acc.mean, "accuracy_ci": list(acc.ci),
+            "mcnemar_p": mcnemar(cand_ok, base_ok).p_value,
+            "context_recall_delta": rc.mean if rc else float("nan"), "context_recall_ci": list(rc.ci) if rc else None}
