@@ -14,7 +14,7 @@ from harness.stats import (
     minimum_detectable_effect, paired_difference, permutation_test, relative_improvement, relative_improvement_ci,
 )
 from harness.stats.latency import interleaved_ratio
-from harness.techniques.fusion import RAGFusion, generate_multi_queries
+from harness.techniques.fusion import RAGFusion
 from harness.techniques.hyde import HyDE
 from harness.techniques.rewrite import LLMRewriter
 from harness.types import Trace

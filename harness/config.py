@@ -83,6 +83,20 @@ class WSOPConfig(_Strict):
     fallback: FallbackConfig = Field(default_factory=FallbackConfig)
 
 
+class RetSettings(_Strict):
+    """RET (answer-hypothesis-seeded retrieval); off until a matched-pair run validates it."""
+
+    enable_ret: bool = False
+    n_hypotheses: int = 3
+    fingerprints_per_hypothesis: int = 4
+    max_fingerprint_queries: int = 6
+    coverage_weight: float = 0.35
+    mcq_fingerprint_weight: float = 0.20
+    max_cost_usd: float = 0.03
+    min_justification_tokens: int = 15
+    table_max_tokens: int = 400
+
+
 class LLMSettings(_Strict):
     model: str = DEFAULT_LOCAL_MODEL
     timeout_s: float = 60.0
@@ -107,6 +121,7 @@ class HarnessSettings(_Strict):
 
 class HarnessConfig(_Strict):
     wsop: WSOPConfig = Field(default_factory=WSOPConfig)
+    ret: RetSettings = Field(default_factory=RetSettings)
     harness: HarnessSettings = Field(default_factory=HarnessSettings)
 
 

@@ -5,10 +5,8 @@ from __future__ import annotations
 import json
 import os
 import re
-import signal
 import subprocess
 import sys
-import textwrap
 import time
 from pathlib import Path
 
@@ -16,7 +14,7 @@ import numpy as np
 import pytest
 
 from harness.data import DataError, load_experiment_inputs
-from harness.runner import REQUIRED, completed_ids, run_experiments, validate_results
+from harness.runner import completed_ids, run_experiments, validate_results
 from harness.techniques.e2e4 import EXPERIMENTS, E2Standard, parse_e4, register_experiment
 
 from .conftest import FIXTURES

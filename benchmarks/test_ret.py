@@ -1,0 +1,187 @@
+"""RET's six evaluation gates as matched pairs (RET off vs on, same model, same seed). With no MCQ or
+open-QA set under the data directory, both come from the shipped retail KB: MCQ = direct queries with
+three distractors drawn from the same fact's values; open QA = multi-hop queries."""
+from __future__ import annotations
+
+import random
+import re
+import statistics
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from harness.data import load_experiment_inputs
+from harness.data.retail_kb import CATEGORIES
+from harness.index.lancedb_store import LanceStore
+from harness.metrics.text import answer_match, normalize_answer
+from harness.retrieval import Retriever
+from harness.stats import kendall_tau, mcnemar, paired_difference
+from harness.techniques.e2e4 import index_kb
+from harness.techniques.ret import RET, RETConfig, fingerprint_coverage, mcq_blend, synthesis_prompt, tokens
+from harness.types import Trace
+
+pytestmark = pytest.mark.benchmark
+KB = Path(__file__).resolve().parents[1] / "fixtures" / "retail_kb"
+LETTERS = "ABCD"
+
+
+def mcq_items(queries, seed: int = 7):
+    facts = {(c.key, f.section): f for c in CATEGORIES for f in c.facts}
+    items = []
+    for q in queries:
+        fact = facts[(q.metadata["category"], q.metadata["section"])]
+        rng = random.Random(f"{seed}:{q.query_id}")
+        wrong = [fact.answer.format(v=v) for v in fact.values if fact.answer.format(v=v) != q.ground_truth]
+        options = rng.sample(wrong, min(3, len(wrong))) + [q.ground_truth]
+        rng.shuffle(options)
+        items.append((q, options, options.index(q.ground_truth)))
+    return items
+
+
+def relevant(hit, q) -> bool:
+    """Answer-relevant: a chunk of a referenced page that states (part of) the gold answer."""
+    parts = [p.strip() for p in q.ground_truth.split(";")]
+    return hit.metadata.get("filename") in q.context_reference and any(answer_match(hit.text, p) for p in parts)
+
+
+def choose(llm, question: str, options: list[str], docs, table: str | None, trace: Trace) -> int | None:
+    opts = "\n".join(f"{LETTERS[i]}) {o}" for i, o in enumerate(options))
+    prompt = synthesis_prompt(f"{question}\nOptions:\n{opts}\nReply with the letter only.", docs[:5], table)
+    text = llm.complete(prompt, max_tokens=8, trace=trace).text
+    m = re.search(r"\b([ABCD])\b", text.upper())
+    return LETTERS.index(m.group(1)) if m else None
+
+
+def lexical(option: str, docs) -> float:
+    ot = tokens(option)
+    return max((len(ot & tokens(d.text)) / len(ot) for d in docs[:5]), default=0.0) if ot else 0.0
+
+
+def option_coverage(option: str, res) -> float | None:
+    if res.skip_reason or not res.hypotheses:
+        return None
+    best = max(res.hypotheses, key=lambda h: len(tokens(h.hypothesis) & tokens(option)))
+    if not tokens(best.hypothesis) & tokens(option):
+        return 0.0
+    fps = res.fingerprints.get(best.hypothesis, [])
+    return max((fingerprint_coverage(d.text, fps) for d in res.docs), default=0.0)
+
+
+@pytest.fixture(scope="module")
+def ret_study(llm, embedder, harness_config, tmp_path_factory):
+    inputs = load_experiment_inputs(KB)
+    store = LanceStore(tmp_path_factory.mktemp("ret-db"), "kb")
+    index_kb(inputs, store, embedder)
+    retriever = Retriever(store, embedder)
+    n = harness_config.harness.max_queries or 10_000
+    mcq = mcq_items([q for q in inputs.queries if q.query_type == "direct"][:n])
+    open_qa = [q for q in inputs.queries if q.query_type == "multi_hop"][:n]
+    off, on = RET(llm, RETConfig(enable_ret=False)), RET(llm, RETConfig(enable_ret=True))
+    rows = []
+    for q, options, gold in mcq:
+        for arm, ret in (("off", off), ("on", on)):
+            trace = Trace()
+            res = ret.select(q.query, retriever, trace=trace)
+            pick = choose(llm, q.query, options, res.docs, res.table, trace)
+            scores = [mcq_blend(1.0 if pick == i else 0.0, lexical(o, res.docs), option_coverage(o, res)
+                                if arm == "on" else None) for i, o in enumerate(options)]
+            rows.append({"set": "mcq", "arm": arm, "q": q, "res": res, "correct": int(np.argmax(scores)) == gold,
+                         "gold": options[gold], "seconds": trace.seconds(),
+                         "tokens": trace.prompt_tokens + trace.completion_tokens})
+    for q in open_qa:
+        for arm, ret in (("off", off), ("on", on)):
+            trace = Trace()
+            res = ret.select(q.query, retriever, trace=trace)
+            answer = llm.complete(synthesis_prompt(q.query, res.docs[:5], res.table), max_tokens=64, trace=trace).text
+            parts = [p.strip() for p in q.ground_truth.split(";")]
+            rows.append({"set": "open", "arm": arm, "q": q, "res": res, "correct": all(answer_match(answer, p) for p in parts),
+                         "gold": q.ground_truth, "seconds": trace.seconds(),
+                         "tokens": trace.prompt_tokens + trace.completion_tokens})
+    return {"rows": rows, "model": llm.label}
+
+
+def _arms(study, subset=None):
+    rows = [r for r in study["rows"] if subset is None or r["set"] == subset]
+    return [r for r in rows if r["arm"] == "off"], [r for r in rows if r["arm"] == "on"]
+
+
+def _ctx(study, **kw):
+    skipped = {}
+    for r in study["rows"]:
+        if r["arm"] == "on" and r["res"].skip_reason:
+            skipped[r["res"].skip_reason] = skipped.get(r["res"].skip_reason, 0) + 1
+    return {"model": study["model"], "dataset": "retail_kb (derived MCQ + multi-hop open QA)", "ret_skips": skipped, **kw}
+
+
+@pytest.mark.spec("RET-GATE-1")
+def test_accuracy_delta(ret_study, check):
+    off, on = _arms(ret_study, "mcq")
+    a, b = np.array([r["correct"] for r in on]), np.array([r["correct"] for r in off])
+    mc = mcnemar(a, b)
+    o_off, o_on = _arms(ret_study, "open")
+    d = paired_difference(a.astype(float), b.astype(float), seed=1)
+    check("RET-GATE-1", d.mean, **_ctx(ret_study, n=len(a), ci=list(d.ci), p_value=mc.p_value,
+                                       mcnemar_gate="p < 0.15", mcq_accuracy_off=float(b.mean()),
+                                       mcq_accuracy_on=float(a.mean()),
+                                       open_qa_accuracy_off=float(np.mean([r["correct"] for r in o_off] or [0])),
+                                       open_qa_accuracy_on=float(np.mean([r["correct"] for r in o_on] or [0]))))
+
+
+@pytest.mark.spec("RET-GATE-2")
+def test_fingerprint_recall_lift(ret_study, check):
+    off, on = _arms(ret_study)
+    hits_off = sum(relevant(h, r["q"]) for r in off for h in r["res"].docs[:10])
+    hits_on = sum(relevant(h, r["q"]) for r in on for h in r["res"].docs[:10])
+    check("RET-GATE-2", hits_on / hits_off if hits_off else float("nan"),
+          **_ctx(ret_study, n=len(on), relevant_docs_off=hits_off, relevant_docs_on=hits_on))
+
+
+def _tau(rows) -> float:
+    taus = []
+    for r in rows:
+        labels = [int(relevant(h, r["q"])) for h in r["res"].docs[:10]]
+        if 0 < sum(labels) < len(labels):
+            taus.append(kendall_tau([-i for i in range(len(labels))], labels))
+    return float(np.mean(taus)) if taus else 0.0
+
+
+@pytest.mark.spec("RET-GATE-3")
+def test_selection_rank_correlation(ret_study, check):
+    off, on = _arms(ret_study)
+    check("RET-GATE-3", _tau(on) - _tau(off), **_ctx(ret_study, n=len(on), tau_off=_tau(off), tau_on=_tau(on)))
+
+
+@pytest.mark.spec("RET-GATE-4")
+def test_hypothesis_answer_alignment(ret_study, check):
+    _, on = _arms(ret_study, "mcq")
+    aligned = []
+    for r in on:
+        res = r["res"]
+        if not r["correct"] or res.skip_reason or not res.hypotheses:
+            continue
+        top = max(res.hypotheses, key=lambda h: max((fingerprint_coverage(d.text, res.fingerprints.get(h.hypothesis, []))
+                                                      for d in res.docs), default=0.0))
+        aligned.append(normalize_answer(r["gold"]) in normalize_answer(top.hypothesis)
+                       or normalize_answer(top.hypothesis) in normalize_answer(r["gold"]))
+    rate = float(np.mean(aligned)) if aligned else float("nan")
+    check("RET-GATE-4", rate, **_ctx(ret_study, n=len(aligned), flag_below_50=bool(aligned) and rate < 0.5))
+
+
+@pytest.mark.spec("RET-GATE-5")
+def test_added_cost(ret_study, check):
+    off, on = _arms(ret_study)
+    base_tokens = sum(r["tokens"] for r in off)
+    ret_tokens = sum(r["res"].ret_prompt_tokens + r["res"].ret_completion_tokens for r in on)
+    usd = sum(r["res"].ret_cost_usd for r in on)
+    check("RET-GATE-5", ret_tokens / base_tokens if base_tokens else float("nan"),
+          **_ctx(ret_study, n=len(on), unit="tokens (the local model has no price)" if usd == 0 else "tokens",
+                 ret_cost_usd=usd, ret_tokens=ret_tokens, baseline_tokens=base_tokens))
+
+
+@pytest.mark.spec("RET-GATE-6")
+def test_added_latency(ret_study, check):
+    off, on = _arms(ret_study)
+    added = [b["seconds"] - a["seconds"] for a, b in zip(off, on)]
+    check("RET-GATE-6", statistics.median(added), **_ctx(ret_study, n=len(added),
+                                                          median_ret_stage_s=statistics.median(r["res"].ret_seconds for r in on)))
