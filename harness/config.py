@@ -94,6 +94,7 @@ class RetSettings(_Strict):
     mcq_fingerprint_weight: float = 0.20
     max_cost_usd: float = 0.03
     min_justification_tokens: int = 15
+    prompt_variant: Literal["chat", "completion"] = "chat"  # completion: few-shot lists for tiny local models
     table_max_tokens: int = 400
 
 

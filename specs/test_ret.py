@@ -124,3 +124,25 @@ def test_ret_select_end_to_end(scripted_llm, ret_retriever):
     assert all("coverage" in d.metadata for d in res.docs)
     assert res.docs == sorted(res.docs, key=lambda d: (-d.score, d.id))
     assert RET(scripted_llm(script(), name="ret-off"), RETConfig()).select(Q, ret_retriever).skip_reason == "disabled"
+
+
+def test_completion_variant_reads_tiny_model_lists(scripted_llm, ret_retriever):
+    """The few-shot variant for tiny models: the model continues a numbered list (and then rambles into a
+    new example); fingerprints come one call per hypothesis as bullets, duplicates and one-word lines dropped."""
+    def respond(messages, params):
+        prompt = messages[-1]["content"]
+        if prompt.endswith("Candidate answers:\n1."):
+            return (f" 14 days - {WHY}.\n2. 30 days - {WHY} as well.\n\nQuestion: What is the fee?\n"
+                    "Candidate answers:\n1. $5 - a fee")
+        hyp = prompt.rsplit("Candidate answer: ", 1)[1].split("\n")[0]
+        return (f" electronics returned within {hyp} of delivery\n- electronics returned within {hyp} of delivery\n"
+                f"- window\n- return window for electronics is {hyp}\n\nQuestion: unrelated")
+
+    llm = scripted_llm(respond, name="ret-completion")
+    hyps = generate_hypotheses(Q, llm, prompt_variant="completion")
+    assert [h.hypothesis for h in hyps] == ["14 days", "30 days"] and all(len(h.justification.split()) >= 15 for h in hyps)
+    fps = extract_fingerprints(hyps, Q, llm, prompt_variant="completion")
+    assert fps == {"14 days": ["electronics returned within 14 days of delivery", "return window for electronics is 14 days"],
+                   "30 days": ["electronics returned within 30 days of delivery", "return window for electronics is 30 days"]}
+    res = RET(llm, RETConfig(enable_ret=True, prompt_variant="completion")).select(Q, ret_retriever)
+    assert res.skip_reason is None and res.table.startswith(COVERAGE_HEADER)

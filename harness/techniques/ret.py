@@ -65,13 +65,16 @@ def _parse_hypotheses(text: str) -> list[Hypothesis]:
     return out
 
 
-def generate_hypotheses(question: str, llm: LLMClient, n: int = 3, trace: Trace | None = None) -> list[Hypothesis]:
+def generate_hypotheses(question: str, llm: LLMClient, n: int = 3, trace: Trace | None = None,
+                        prompt_variant: str = "chat") -> list[Hypothesis]:
     """Up to n candidate answers with one-sentence justifications; [] on failure or empty output."""
     trace = trace if trace is not None else Trace()
-    prompt = render(load_prompts("ret")["hypotheses"]["user"], question=question, n=n)
+    prompt = render(load_prompts("ret")[prompt_variant]["hypotheses"], question=question, n=n)
     with trace.stage("ret_hypotheses"):
         try:
             text = llm.complete(prompt, max_tokens=200, trace=trace).text
+            if prompt_variant == "completion":
+                text = "1. " + text.strip("\n").split("\n\n")[0]
         except LLMError as err:
             trace.event("ret_llm_error", error=str(err))
             return []
@@ -92,14 +95,17 @@ def _fallback_fingerprints(text: str) -> list[str]:
 
 
 def extract_fingerprints(hypotheses: Sequence[Hypothesis], question: str, llm: LLMClient, k: int = 4,
-                         trace: Trace | None = None) -> dict[str, list[str]]:
-    """One batched call: for each hypothesis, k atomic facts that would have to be true. JSON, with a
-    fallback parser for quoted strings or bullet lines (distributed over hypotheses in order)."""
+                         trace: Trace | None = None, prompt_variant: str = "chat") -> dict[str, list[str]]:
+    """For each hypothesis, k atomic facts that would have to be true. `chat`: one batched JSON call, with
+    a fallback parser for quoted strings or bullet lines (distributed over hypotheses in order).
+    `completion`: one few-shot call per hypothesis, read as a bullet list."""
     trace = trace if trace is not None else Trace()
     if not hypotheses:
         return {}
+    if prompt_variant == "completion":
+        return _fingerprints_per_hypothesis(hypotheses, question, llm, k, trace)
     listing = "\n".join(f"- {h.hypothesis}" for h in hypotheses)
-    prompt = render(load_prompts("ret")["fingerprints"]["user"], question=question, k=k, hypotheses=listing)
+    prompt = render(load_prompts("ret")["chat"]["fingerprints"], question=question, k=k, hypotheses=listing)
     with trace.stage("ret_fingerprints"):
         try:
             text = llm.complete(prompt, max_tokens=320, trace=trace).text
@@ -124,6 +130,28 @@ def extract_fingerprints(hypotheses: Sequence[Hypothesis], question: str, llm: L
     out: dict[str, list[str]] = {}
     for i, f in enumerate(facts[: k * len(names)]):
         out.setdefault(names[min(i // k, len(names) - 1)], []).append(f)
+    return out
+
+
+def _fingerprints_per_hypothesis(hypotheses: Sequence[Hypothesis], question: str, llm: LLMClient, k: int,
+                                 trace: Trace) -> dict[str, list[str]]:
+    template = load_prompts("ret")["completion"]["fingerprints"]
+    out: dict[str, list[str]] = {}
+    with trace.stage("ret_fingerprints"):
+        for h in hypotheses:
+            try:
+                text = llm.complete(render(template, question=question, hypothesis=h.hypothesis), max_tokens=96,
+                                    trace=trace).text
+            except LLMError as err:
+                trace.event("ret_llm_error", error=str(err))
+                continue
+            facts: list[str] = []
+            for line in ("- " + text.split("\n\n")[0]).splitlines():
+                fact = clean_item(line)
+                if fact and len(tokens(fact)) >= 2 and fact.lower() not in {f.lower() for f in facts}:
+                    facts.append(fact)
+            if facts:
+                out[h.hypothesis] = facts[:k]
     return out
 
 
@@ -260,12 +288,14 @@ class RET:
         if spent_usd + self.estimate_cost() > self.config.max_cost_usd:
             return skip("budget")
         t0, calls0 = time.perf_counter(), (trace.prompt_tokens, trace.completion_tokens, trace.cost_usd)
-        hyps = generate_hypotheses(question, self.llm, self.config.n_hypotheses, trace)
+        hyps = generate_hypotheses(question, self.llm, self.config.n_hypotheses, trace,
+                                   prompt_variant=self.config.prompt_variant)
         if not hyps or all(len(h.justification.split()) < self.config.min_justification_tokens for h in hyps):
             base.hypotheses = hyps
             self._account(base, t0, calls0)
             return skip("low_quality_hypotheses")
-        fps = extract_fingerprints(hyps, question, self.llm, self.config.fingerprints_per_hypothesis, trace)
+        fps = extract_fingerprints(hyps, question, self.llm, self.config.fingerprints_per_hypothesis, trace,
+                                   prompt_variant=self.config.prompt_variant)
         total = sum(len(v) for v in fps.values())
         base.hypotheses, base.fingerprints = hyps, fps
         self._account(base, t0, calls0)
