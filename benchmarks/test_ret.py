@@ -18,7 +18,7 @@ from harness.metrics.text import answer_match, normalize_answer
 from harness.retrieval import Retriever
 from harness.stats import kendall_tau, mcnemar, paired_difference
 from harness.techniques.e2e4 import index_kb
-from harness.techniques.ret import RET, RETConfig, fingerprint_coverage, mcq_blend, synthesis_prompt, tokens
+from harness.techniques.ret import RET, fingerprint_coverage, mcq_blend, synthesis_prompt, tokens
 from harness.types import Trace
 
 pytestmark = pytest.mark.benchmark
