@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The test command: a fresh virtualenv, the package with its dev extra, then the unit and integration tiers.
+# The test command: a fresh virtualenv, the package with its dev extra, lint, then the unit and integration tiers.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 VENV="${VENV:-.venv}"
@@ -8,6 +8,7 @@ python3 -m venv --clear "$VENV"
 # torch pinned first so pip takes the CPU build from local disk instead of a multi-GB CUDA build
 "$VENV/bin/pip" install --quiet torch==2.13.0
 "$VENV/bin/pip" install --quiet -e '.[dev]'
+"$VENV/bin/ruff" check .
 set +e
 HF_HUB_OFFLINE=1 "$VENV/bin/python" -m pytest -m "unit or integration" --report-dir reports/ci "$@"
 status=$?
