@@ -54,3 +54,11 @@ def test_holm_is_applied_across_a_runs_claims():
     rows = [{"p_value": 0.01}, {"p_value": 0.04}, {"p_value": None}, {"p_value": 0.03}]
     add_holm(rows)
     assert [r.get("p_holm") for r in rows] == pytest.approx([0.03, 0.06, None, 0.06])
+
+
+def test_undefined_value_reads_n_a():
+    """A measurement that came out NaN (e.g. a rate over zero items) is stored as null and shown as n/a."""
+    data = results(0.5, "fail")
+    data["specs"][0]["value"] = None
+    html = render_html(data)
+    assert re.search(r"<td class=num>n/a</td>", html)

@@ -94,7 +94,7 @@ def _spec_table(specs: list[dict[str, Any]]) -> str:
         cond = f"{r['metric']} {r['comparator']} {_fmt(r['threshold'])}"
         rows.append(
             f'<tr id="{_e(r["id"])}"><td><b>{_e(r["id"])}</b><div class="muted">{_e(r["title"])}</div></td>'
-            f"<td>{_e(r['tier'])}</td><td>{_verdict(r['verdict'])}</td><td class=num>{_e(r['value'])}</td>"
+            f"<td>{_e(r['tier'])}</td><td>{_verdict(r['verdict'])}</td><td class=num>{_e(r['value']) or 'n/a'}</td>"
             f"<td>{escape(cond)}</td><td class=num>{_e(r.get('ci'))}</td>"
             f"<td class=num>{_e(r.get('p_value'))}{_paren(r.get('p_holm'))}</td>"
             f"<td class=num>{_e(r.get('n'))}{_paren(r.get('mde'))}</td><td>{_e(r.get('model'))}</td><td>{_e(r.get('dataset'))}</td>"

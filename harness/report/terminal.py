@@ -20,7 +20,7 @@ def summary_lines(collector: Collector, catalogue: Catalogue) -> list[str]:
     for r in rows:
         cond = f"{r['metric']} {r['comparator']} {r['threshold']}"
         extra = f"  (model={r['model']})" if r.get("model") else ""
-        lines.append(f"{r['id']:<26} {r['tier']:<11} {r['verdict']:<8} {_fmt(r['value']):>10}  {cond}{extra}")
+        lines.append(f"{r['id']:<26} {r['tier']:<11} {r['verdict']:<8} {_fmt(r['value']) or 'n/a':>10}  {cond}{extra}")
     counts: dict[str, int] = {}
     for r in rows:
         counts[r["verdict"]] = counts.get(r["verdict"], 0) + 1
