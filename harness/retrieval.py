@@ -7,14 +7,14 @@ from typing import Literal, Sequence
 import numpy as np
 
 from harness.index.lancedb_store import LanceStore
+from harness.rank_fusion import RRF_K, reciprocal_rank_fusion
 from harness.types import Hit
 
 Mode = Literal["dense", "bm25", "hybrid"]
 
 
 class Retriever:
-    """`retrieve(query, k)` for one query; `retrieve_many` encodes all queries in one batch and
-    searches them in parallel threads (LanceDB releases the GIL while it searches)."""
+    """`retrieve(query, k)` for one query; `retrieve_many` for many at once (see there)."""
 
     def __init__(self, store: LanceStore, embedder, mode: Mode = "dense", *, workers: int = 8):
         if mode not in ("dense", "bm25", "hybrid"):
@@ -42,9 +42,19 @@ class Retriever:
         return self.store.search_vector(vector, k)
 
     def retrieve_many(self, queries: Sequence[str], k: int = 10, *, parallel: bool = True) -> list[list[Hit]]:
+        """All queries at once: one embedding batch; dense vectors searched in one multi-vector LanceDB
+        query (one scan for all), full-text searches in parallel threads. `parallel=False` searches one
+        query after another (same results)."""
         queries = list(queries)
         vectors = self.embedder.encode(queries) if self.mode != "bm25" else [None] * len(queries)
         if not parallel or len(queries) == 1:
             return [self._one(q, v, k) for q, v in zip(queries, vectors)]
+        if self.mode == "dense":
+            return self.store.search_vectors(vectors, k)
         with ThreadPoolExecutor(max_workers=min(self.workers, len(queries))) as pool:
-            return list(pool.map(lambda qv: self._one(qv[0], qv[1], k), zip(queries, vectors)))
+            texts = list(pool.map(lambda q: self.store.search_text(q, k if self.mode == "bm25" else max(k, 100)),
+                                  queries))
+        if self.mode == "bm25":
+            return texts
+        dense = self.store.search_vectors(vectors, max(k, 100))
+        return [reciprocal_rank_fusion([d, t], RRF_K)[:k] for d, t in zip(dense, texts)]

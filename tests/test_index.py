@@ -104,3 +104,25 @@ def test_rrf_keeps_first_occurrence_and_ranks():
     fused = reciprocal_rank_fusion([[Hit("x", 0, "first")], [Hit("y", 0), Hit("x", 0, "second")]])
     assert [h.id for h in fused] == ["x", "y"] and fused[0].text == "first"
     assert fused[0].metadata["rrf_ranks"] == [1, 2] and fused[1].metadata["rrf_ranks"] == [None, 1]
+
+
+def test_batched_search_equals_one_by_one(tmp_path):
+    """`retrieve_many` (one multi-vector LanceDB query, threaded full-text) gives, per query, exactly what
+    searching each query alone gives, in every mode; `search_vectors` handles 0 and 1 vectors."""
+    rng = np.random.default_rng(3)
+    words = "wing stall lift drag shock wave pressure refund payment card boundary layer heat flow".split()
+    docs = [Document(f"d{i}", " ".join(rng.choice(words, 8)), f"T{i}") for i in range(60)]
+    emb = HashingEmbedder(64)
+    store = LanceStore(tmp_path, "many")
+    store.index(docs, emb)
+    queries = ["shock wave", "refund card payment", "wing lift", "boundary layer heat", "drag"]
+    for mode in ("dense", "bm25", "hybrid"):
+        r = Retriever(store, emb, mode)
+        many = r.retrieve_many(queries, 7, parallel=True)
+        alone = [r.retrieve_many([q], 7)[0] for q in queries]
+        assert [[h.id for h in hs] for hs in many] == [[h.id for h in hs] for hs in alone], mode
+        assert [h.score for hs in many for h in hs] == pytest.approx([h.score for hs in alone for h in hs]), mode
+    vecs = emb.encode(queries)
+    assert store.search_vectors(vecs[:0], 3) == [] and len(store.search_vectors(vecs[:1], 3)) == 1
+    assert [[h.id for h in hs] for hs in store.search_vectors(vecs, 3)] == \
+        [[h.id for h in store.search_vector(v, 3)] for v in vecs]

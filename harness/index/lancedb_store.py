@@ -186,6 +186,22 @@ class LanceStore:
             q = q.bypass_vector_index()
         return self._hits(q.to_list(), "_distance", lambda d: 1.0 - d)
 
+    def search_vectors(self, vectors: np.ndarray | Sequence[np.ndarray], k: int = 10, *,
+                       exact: bool = True) -> list[list[Hit]]:
+        """Cosine top-k for many vectors in one LanceDB query (one scan, rows tagged by `query_index`);
+        the same hits, in the same order, as `search_vector` on each."""
+        vs = np.atleast_2d(np.asarray(vectors, dtype=np.float32)) if len(vectors) else np.zeros((0, 0), np.float32)
+        if len(vs) <= 1 or len(self) == 0:
+            return [self.search_vector(v, k, exact=exact) for v in vs]
+        q = self.table.search(list(vs), vector_column_name="vector")
+        q = q.distance_type("cosine").limit(k).select(["id", "text", "metadata", "_distance"])
+        if exact:
+            q = q.bypass_vector_index()
+        groups: list[list[dict[str, Any]]] = [[] for _ in range(len(vs))]
+        for row in q.to_list():
+            groups[row["query_index"]].append(row)
+        return [self._hits(sorted(g, key=lambda r: r["_distance"]), "_distance", lambda d: 1.0 - d) for g in groups]
+
     def search_text(self, query: str, k: int = 10) -> list[Hit]:
         """BM25 full-text search (LanceDB's native FTS)."""
         terms = fts_query(query)
