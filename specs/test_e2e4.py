@@ -15,7 +15,7 @@ import pytest
 
 from harness.data import DataError, load_experiment_inputs
 from harness.runner import completed_ids, run_experiments, validate_results
-from harness.techniques.e2e4 import EXPERIMENTS, E2Standard, parse_e4, register_experiment
+from harness.techniques.e2e4 import EXPERIMENTS, E2Standard, best_e4, parse_e4, register_experiment
 
 from .conftest import FIXTURES
 
@@ -303,6 +303,19 @@ def test_parse_e4_fallbacks():
     assert not structured and r.answer == "30 days" and r.reasoning_steps.startswith("Step 1")
     r, _ = parse_e4("It depends.\n30 days")
     assert r.answer == "30 days" and "It depends" in r.reasoning_steps
+    truncated = '```json\n{"reasoning_steps": "Step 1: the \\"returns\\" page says 30 days.", "answer": "30 days", "ext'
+    r, structured = parse_e4(truncated)
+    assert not structured and r.answer == "30 days" and r.reasoning_steps == 'Step 1: the "returns" page says 30 days.'
+    r, _ = parse_e4("```\nThe page says 14 days.\n```")
+    assert r.answer == "The page says 14 days."
+
+
+def test_e4_fallback_prefers_the_answer_to_the_question():
+    """After a failed repair, the repair reply (about JSON) is used only if it carries the fields."""
+    first, repair = "```\nReturns are accepted for 30 days.\n```", "The response is not valid JSON. The schema should"
+    assert best_e4(first, repair).answer == "Returns are accepted for 30 days."
+    assert best_e4(first, '{"reasoning_steps": "s", "answer": "30 days"').answer == "30 days"
+    assert best_e4("", "").answer == ""
 
 
 def test_completed_ids_cuts_a_torn_last_line(tmp_path):

@@ -7,6 +7,7 @@ New variants register with `@register_experiment` and need no change to the runn
 """
 from __future__ import annotations
 
+import json
 import re
 import time
 from dataclasses import dataclass
@@ -65,21 +66,47 @@ def chunk_record(h: Hit) -> dict[str, Any]:
 
 
 _STEP = re.compile(r"(?is)(?:reasoning(?:_steps)?\s*[:\-]\s*)(.+?)(?:\n\s*(?:final\s+)?answer\s*[:\-]\s*)(.+)$")
+_FENCE = re.compile(r"^`{3,}\w*$")
+
+
+def _json_field(name: str, text: str) -> str | None:
+    """A string field read out of broken or truncated JSON (`"name": "value...`)."""
+    m = re.search(rf'"{name}"\s*:\s*"((?:[^"\\]|\\.)*)', text)
+    if not m:
+        return None
+    try:
+        return json.loads(f'"{m.group(1)}"').strip()
+    except ValueError:
+        return m.group(1).strip()
 
 
 def parse_e4(text: str) -> tuple[E4Response, bool]:
-    """Structured E4 output; tolerant fallback for small models: 'Reasoning: ... Answer: ...', or the
-    whole text as reasoning and its last line as the answer. Returns (response, parsed_as_json)."""
+    """Structured E4 output; tolerant fallbacks for small models, in order: the fields of broken or
+    truncated JSON, 'Reasoning: ... Answer: ...', or the whole text as reasoning and its last line
+    (not a code fence) as the answer. Returns (response, parsed_as_json)."""
     try:
         return E4Response.model_validate_json(extract_json(text)), True
     except ValueError:
         pass
+    answer = _json_field("answer", text)
+    if answer:
+        return E4Response(reasoning_steps=_json_field("reasoning_steps", text) or text.strip(), answer=answer), False
     m = _STEP.search(text.strip())
     if m:
         return E4Response(reasoning_steps=m.group(1).strip(), answer=m.group(2).strip()), False
-    lines = [ln.strip() for ln in text.strip().splitlines() if ln.strip()]
+    lines = [ln.strip() for ln in text.strip().splitlines() if ln.strip() and not _FENCE.match(ln.strip())]
     answer = lines[-1] if lines else ""
     return E4Response(reasoning_steps=text.strip(), answer=answer), False
+
+
+def best_e4(*texts: str) -> E4Response:
+    """Of several outputs (the first answer, then the repair attempt), the first that parses into
+    fields; else the first text's plain fallback. The repair reply answers the repair request, not
+    the question, so it is used only when it carries the fields."""
+    for t in texts:
+        if t and (_json_field("answer", t) or _STEP.search(t.strip())):
+            return parse_e4(t)[0]
+    return parse_e4(next((t for t in texts if t and t.strip()), ""))[0]
 
 
 @dataclass
@@ -158,7 +185,7 @@ class E4Reasoning(E3Filtered):
             resp = self.s.llm.structured(prompt, E4Response, system=self.prompts[self.system_key], max_tokens=256)
             return resp.answer, resp.reasoning_steps, True
         except StructuredOutputError as err:
-            resp, _ = parse_e4(err.raw or err.first_raw)
+            resp = best_e4(err.first_raw, err.raw)
             return resp.answer, resp.reasoning_steps, False
 
 
