@@ -22,3 +22,28 @@ def test_llm_generation_throughput_and_cache(llm, tmp_path, measure):
     second = c.complete(PROMPT, max_tokens=128, temperature=0.0)
     assert second.cached and second.text == first.text
     assert c.stats.calls == 1 and c.stats.cache_hits == 1, "the second identical run made no model call"
+
+
+def test_packaged_base_model_through_text_completion(tmp_path, measure):
+    """The second packaged model (gemma-3-270m BASE, Q4_K_M, split across PyPI part packages): joined once,
+    served by the harness, reached through litellm's text-completion route with a few-shot prompt."""
+    from harness.llm.local import LocalModelServer, LocalModelUnavailable
+    from harness.prompts import load_prompts, render
+    from harness.techniques.parsing import parse_lines
+
+    try:
+        server = LocalModelServer("gemma3-270m", log_path=tmp_path / "server.log").start()
+    except LocalModelUnavailable as exc:
+        pytest.skip(str(exc))
+    try:
+        c = LLMClient(server.litellm_model, api_base=server.api_base, api_key="sk-local", label="local/gemma3-270m")
+        prompt = render(load_prompts("fusion")["completion"]["user"], query="why does a wing stall at high angle of attack?")
+        c.complete("Question: what is lift?\nAnswer:", max_tokens=4)  # load and warm the model
+        res = c.complete(prompt, max_tokens=64, stop=["\n\n"])
+    finally:
+        server.stop()
+    queries = parse_lines("1." + res.text)
+    assert queries, f"no query parsed from {res.text!r}"
+    measure("llm_tokens_per_second", res.completion_tokens / res.latency_s, model=c.label,
+            completion_tokens=res.completion_tokens, route=server.litellm_model.split("/")[0])
+    measure("parsed_queries", len(queries), model=c.label)

