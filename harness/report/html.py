@@ -29,6 +29,11 @@ def _fmt(v: Any) -> str:
     return str(v)
 
 
+def _note(message: str | None) -> str:
+    """A test's message, unless it is a failed check's, which the value and condition columns already say."""
+    return "" if not message or "SpecCheckFailed" in message else message
+
+
 def _e(v: Any) -> str:
     return escape(_fmt(v), quote=True)
 
@@ -98,7 +103,7 @@ def _spec_table(specs: list[dict[str, Any]]) -> str:
             f"<td>{escape(cond)}</td><td class=num>{_e(r.get('ci'))}</td>"
             f"<td class=num>{_e(r.get('p_value'))}{_paren(r.get('p_holm'))}</td>"
             f"<td class=num>{_e(r.get('n'))}{_paren(r.get('mde'))}</td><td>{_e(r.get('model'))}</td><td>{_e(r.get('dataset'))}</td>"
-            f"<td class=msg>{_e(r.get('message'))}</td></tr>"
+            f"<td class=msg>{_e(_note(r.get('message')))}</td></tr>"
         )
     return f"<table>{head}{''.join(rows)}</table>"
 
