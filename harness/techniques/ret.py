@@ -72,9 +72,11 @@ def generate_hypotheses(question: str, llm: LLMClient, n: int = 3, trace: Trace 
     prompt = render(load_prompts("ret")[prompt_variant]["hypotheses"], question=question, n=n)
     with trace.stage("ret_hypotheses"):
         try:
-            text = llm.complete(prompt, max_tokens=200, trace=trace).text
-            if prompt_variant == "completion":
+            if prompt_variant == "completion":  # the list ends at the first blank line
+                text = llm.complete(prompt, max_tokens=200, stop=["\n\n"], trace=trace).text
                 text = "1. " + text.strip("\n").split("\n\n")[0]
+            else:
+                text = llm.complete(prompt, max_tokens=200, trace=trace).text
         except LLMError as err:
             trace.event("ret_llm_error", error=str(err))
             return []
@@ -141,7 +143,7 @@ def _fingerprints_per_hypothesis(hypotheses: Sequence[Hypothesis], question: str
         for h in hypotheses:
             try:
                 text = llm.complete(render(template, question=question, hypothesis=h.hypothesis), max_tokens=96,
-                                    trace=trace).text
+                                    stop=["\n\n"], trace=trace).text
             except LLMError as err:
                 trace.event("ret_llm_error", error=str(err))
                 continue
@@ -308,8 +310,7 @@ class RET:
         for hits in extra:
             for h in hits:
                 pool.setdefault(h.id, h)
-        fingerprints = [f for v in fps.values() for f in v]
-        scored = []
+        fingerprints, scored = base.all_fingerprints, []
         for h in pool.values():
             cov = fingerprint_coverage(h.text, fingerprints)
             rel = blended_relevance(h.score, cov, self.config.coverage_weight)
