@@ -7,7 +7,6 @@ from typing import Literal, Sequence
 import numpy as np
 
 from harness.index.lancedb_store import LanceStore
-from harness.rank_fusion import RRF_K, reciprocal_rank_fusion
 from harness.types import Hit
 
 Mode = Literal["dense", "bm25", "hybrid"]
@@ -51,10 +50,7 @@ class Retriever:
             return [self._one(q, v, k) for q, v in zip(queries, vectors)]
         if self.mode == "dense":
             return self.store.search_vectors(vectors, k)
+        if self.mode == "hybrid":
+            return self.store.search_hybrid_many(queries, vectors, k, workers=self.workers)
         with ThreadPoolExecutor(max_workers=min(self.workers, len(queries))) as pool:
-            texts = list(pool.map(lambda q: self.store.search_text(q, k if self.mode == "bm25" else max(k, 100)),
-                                  queries))
-        if self.mode == "bm25":
-            return texts
-        dense = self.store.search_vectors(vectors, max(k, 100))
-        return [reciprocal_rank_fusion([d, t], RRF_K)[:k] for d, t in zip(dense, texts)]
+            return list(pool.map(lambda q: self.store.search_text(q, k), queries))

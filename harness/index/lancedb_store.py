@@ -6,6 +6,7 @@ import json
 import os
 import re
 import time
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Sequence
@@ -71,6 +72,7 @@ class LanceStore:
         self.ann_threshold = ann_threshold
         self.db = _lancedb().connect(self.uri)
         self._table = None
+        self.last_stats: IndexStats | None = None  # what the latest `index()` did
 
     # ------------------------------------------------------------------ writing
     def _tables(self) -> list[str]:
@@ -109,13 +111,15 @@ class LanceStore:
         fp = content_fingerprint(embedder.name, rows)
         if not overwrite and self.table_name in self._tables() and self._manifest_get() == fp:
             self._table = self.db.open_table(self.table_name)
-            return IndexStats(len(rows), 0, True, time.perf_counter() - t0, self._has_ann())
+            self.last_stats = IndexStats(len(rows), 0, True, time.perf_counter() - t0, self._has_ann())
+            return self.last_stats
         before = getattr(embedder, "encoded_count", 0)
         vectors = embedder.encode([r[1] for r in rows]) if rows else np.zeros((0, embedder.dim), np.float32)
         self._write(rows, vectors, mode="overwrite")
         self._manifest_put(fp)
-        return IndexStats(len(rows), getattr(embedder, "encoded_count", 0) - before, False,
-                          time.perf_counter() - t0, self._has_ann())
+        self.last_stats = IndexStats(len(rows), getattr(embedder, "encoded_count", 0) - before, False,
+                                     time.perf_counter() - t0, self._has_ann())
+        return self.last_stats
 
     def _arrow(self, rows: Sequence[tuple[str, str, dict[str, Any]]], vectors: np.ndarray):
         import pyarrow as pa
@@ -214,8 +218,20 @@ class LanceStore:
     def search_hybrid(self, query: str, vector: np.ndarray, k: int = 10, *, depth: int | None = None,
                       rrf_k: int = RRF_K) -> list[Hit]:
         """Vector and full-text results, each to `depth` (default max(k, 100)), fused by RRF."""
+        return self.search_hybrid_many([query], [vector], k, depth=depth, rrf_k=rrf_k)[0]
+
+    def search_hybrid_many(self, queries: Sequence[str], vectors: np.ndarray | Sequence[np.ndarray], k: int = 10, *,
+                           depth: int | None = None, rrf_k: int = RRF_K, workers: int = 8) -> list[list[Hit]]:
+        """`search_hybrid` for many queries: the vector lists in one multi-vector query, the full-text
+        searches in parallel threads (LanceDB releases the GIL while it searches)."""
         depth = depth or max(k, 100)
-        return reciprocal_rank_fusion([self.search_vector(vector, depth), self.search_text(query, depth)], rrf_k)[:k]
+        dense = self.search_vectors(vectors, depth)
+        if len(queries) <= 1:
+            texts = [self.search_text(q, depth) for q in queries]
+        else:
+            with ThreadPoolExecutor(max_workers=min(workers, len(queries))) as pool:
+                texts = list(pool.map(lambda q: self.search_text(q, depth), queries))
+        return [reciprocal_rank_fusion([d, t], rrf_k)[:k] for d, t in zip(dense, texts)]
 
     def vectors(self) -> tuple[list[str], np.ndarray]:
         """All ids and vectors (for brute-force comparisons)."""
