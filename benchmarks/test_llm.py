@@ -12,8 +12,7 @@ PROMPT = "Write a passage that answers the question.\n\nQuestion: why does a win
 
 
 def test_llm_generation_throughput_and_cache(llm, tmp_path, measure):
-    c = LLMClient(llm.model, api_base=llm.api_base, api_key=llm.api_key, label=llm.label,
-                  cache=ResponseCache(tmp_path / "llm-cache"))
+    c = llm.with_cache(ResponseCache(tmp_path / "llm-cache"))
     first = c.complete(PROMPT, max_tokens=128, temperature=0.0)
     assert first.text.strip() and not first.cached and c.stats.calls == 1
     measure("llm_tokens_per_second", first.completion_tokens / first.latency_s, model=llm.label,

@@ -213,3 +213,13 @@ def test_local_model_lookup_routes_and_split_packages(tmp_path, monkeypatch):
     assert local.litellm_route("whole") == "openai/whole"
     assert local.litellm_route("split") == "text-completion-openai/split"
     assert local.litellm_route("gemma3-270m").startswith("text-completion-openai/")
+
+
+def test_with_cache_keeps_settings(tmp_path):
+    c = LLMClient("openai/x", api_base="http://127.0.0.1:1/v1", api_key="k", timeout_s=5, max_attempts=2,
+                  backoff_s=0.5, concurrency=3, label="local/x", extra={"top_p": 0.9})
+    c.stats.calls = 7
+    d = c.with_cache(ResponseCache(tmp_path))
+    assert (d.model, d.api_base, d.api_key, d.timeout_s, d.max_attempts, d.backoff_s, d.concurrency, d.label,
+            d.extra) == ("openai/x", "http://127.0.0.1:1/v1", "k", 5, 2, 0.5, 3, "local/x", {"top_p": 0.9})
+    assert d.cache is not None and d.stats.calls == 0 and d.with_cache(None).cache is None

@@ -129,6 +129,12 @@ class LLMClient:
     def __repr__(self) -> str:
         return f"LLMClient({self.label!r})"
 
+    def with_cache(self, cache: ResponseCache | None) -> "LLMClient":
+        """The same model and settings with another response cache (None: uncached) and fresh stats."""
+        return LLMClient(self.model, api_base=self.api_base, api_key=self.api_key, timeout_s=self.timeout_s,
+                         max_attempts=self.max_attempts, backoff_s=self.backoff_s, concurrency=self.concurrency,
+                         cache=cache, label=self.label, sleep=self._sleep, extra=self.extra)
+
     # ------------------------------------------------------------------ plain completion
     @staticmethod
     def messages(prompt: str | Messages, system: str | None = None) -> Messages:
