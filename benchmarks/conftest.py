@@ -32,11 +32,9 @@ def dataset(dataset_name, beir_dataset):
 
 @pytest.fixture(scope="session")
 def dense_store(dataset, embedder, harness_config):
-    from harness.index.lancedb_store import LanceStore
+    from harness.fixtures import persistent_index
 
-    store = LanceStore(harness_config.harness.cache_dir / "lancedb" / dataset.name, "corpus")
-    store.last_stats = store.index(list(dataset.corpus.values()), embedder)
-    return store
+    return persistent_index(dataset, embedder, harness_config)
 
 
 @pytest.fixture(scope="session")
@@ -58,7 +56,4 @@ def bench_queries(dataset, harness_config):
 @pytest.fixture(scope="session")
 def uncached_llm(llm):
     """The same model without the response cache, for latency measurements."""
-    from harness.llm.client import LLMClient
-
-    return LLMClient(llm.model, api_base=llm.api_base, api_key=llm.api_key, label=llm.label,
-                     timeout_s=llm.timeout_s, max_attempts=llm.max_attempts, concurrency=llm.concurrency)
+    return llm.with_cache(None)

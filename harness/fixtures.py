@@ -85,14 +85,20 @@ def corpus(beir_dataset, harness_config: HarnessConfig):
     return beir_dataset(harness_config.harness.corpus)
 
 
+def persistent_index(dataset: Any, embedder: Any, harness_config: HarnessConfig):
+    """`dataset` embedded into a persistent LanceDB table under the cache dir (skipped when unchanged);
+    the store's `last_stats` says what indexing did."""
+    from harness.index.lancedb_store import LanceStore
+
+    store = LanceStore(harness_config.harness.cache_dir / "lancedb" / dataset.name, "corpus")
+    store.index(list(dataset.corpus.values()), embedder)
+    return store
+
+
 @pytest.fixture(scope="session")
 def index(corpus, embedder, harness_config: HarnessConfig):
     """`corpus` embedded into a persistent LanceDB table under the cache dir (skipped when unchanged)."""
-    from harness.index.lancedb_store import LanceStore
-
-    store = LanceStore(harness_config.harness.cache_dir / "lancedb" / corpus.name, "corpus")
-    store.index(list(corpus.corpus.values()), embedder)
-    return store
+    return persistent_index(corpus, embedder, harness_config)
 
 
 @pytest.fixture(scope="session")

@@ -43,7 +43,7 @@ def test_store_search_modes_and_reindex_skip(tmp_path):
     emb = HashingEmbedder(256)
     store = LanceStore(tmp_path, "docs")
     stats = store.index(DOCS, emb)
-    assert stats.rows == 3 and not stats.skipped and len(store) == 3
+    assert stats.rows == 3 and not stats.skipped and len(store) == 3 and store.last_stats is stats
     assert store.index(DOCS, emb).skipped and store.index(DOCS, emb, overwrite=True).encoded == 0  # cache, no skip
     vec = emb.encode(["why does a wing stall"])[0]
     assert store.search_vector(vec, 1)[0].id == "a"
