@@ -56,4 +56,7 @@ def bench_queries(dataset, harness_config):
 @pytest.fixture(scope="session")
 def uncached_llm(llm):
     """The same model without the response cache, for latency measurements."""
+    from harness import provenance
+
+    provenance.note_model(llm.label, traffic="live")
     return llm.with_cache(None)

@@ -16,7 +16,8 @@ from harness.data.retail_kb import CATEGORIES
 from harness.index.lancedb_store import LanceStore
 from harness.metrics.text import answer_match, normalize_answer
 from harness.retrieval import Retriever
-from harness.stats import kendall_tau, mcnemar, paired_difference
+from harness.stats import kendall_tau, mcnemar
+from harness.stats.effect import paired_effect, proportion_effect
 from harness.techniques.e2e4 import index_kb
 from harness.techniques.ret import RET, fingerprint_coverage, mcq_blend, synthesis_prompt, tokens
 from harness.types import Trace
@@ -127,9 +128,9 @@ def test_accuracy_delta(ret_study, check):
     a, b = np.array([r["correct"] for r in on]), np.array([r["correct"] for r in off])
     mc = mcnemar(a, b)
     o_off, o_on = _arms(ret_study, "open")
-    d = paired_difference(a.astype(float), b.astype(float), seed=1)
-    check("RET-GATE-1", d.mean, **_ctx(ret_study, n=len(a), ci=list(d.ci), p_value=mc.p_value,
-                                       mcnemar_gate="p < 0.15", mcq_accuracy_off=float(b.mean()),
+    effect = paired_effect(a.astype(float), b.astype(float), binary=True, seed=1)
+    check("RET-GATE-1", effect, **_ctx(ret_study, available=len(a), mcnemar_exact_p=mc.p_value,
+                                       mcq_accuracy_off=float(b.mean()),
                                        mcq_accuracy_on=float(a.mean()),
                                        open_qa_accuracy_off=float(np.mean([r["correct"] for r in o_off] or [0])),
                                        open_qa_accuracy_on=float(np.mean([r["correct"] for r in o_on] or [0]))))
@@ -172,7 +173,8 @@ def test_hypothesis_answer_alignment(ret_study, check):
         aligned.append(normalize_answer(r["gold"]) in normalize_answer(top.hypothesis)
                        or normalize_answer(top.hypothesis) in normalize_answer(r["gold"]))
     rate = float(np.mean(aligned)) if aligned else float("nan")
-    check("RET-GATE-4", rate, **_ctx(ret_study, n=len(aligned), flag_below_50=bool(aligned) and rate < 0.5))
+    check("RET-GATE-4", proportion_effect(aligned), **_ctx(ret_study, available=len(aligned),
+                                                           flag_below_50=bool(aligned) and rate < 0.5))
 
 
 @pytest.mark.spec("RET-GATE-5")

@@ -10,9 +10,7 @@ import pytest
 
 from harness.metrics import evaluate, mean_pairwise_jaccard
 from harness.prompts import load_prompts, render
-from harness.stats import (
-    minimum_detectable_effect, paired_difference, permutation_test, relative_improvement, relative_improvement_ci,
-)
+from harness.stats.effect import paired_effect
 from harness.stats.latency import interleaved_ratio
 from harness.techniques.fusion import RAGFusion
 from harness.techniques.hyde import HyDE
@@ -33,17 +31,14 @@ def _ndcg_at_10(dataset, runs: dict[str, list[str]]) -> np.ndarray:
 
 
 def _compare(check, spec_id, dataset, base_runs, cand_runs, *, llm, technique, measure):
+    """Relative Recall@10 improvement of a technique over dense retrieval, paired per query."""
     base, cand = _recall_at_10(dataset, base_runs), _recall_at_10(dataset, cand_runs)
-    rel = relative_improvement(cand, base)
-    diff = paired_difference(cand, base, seed=1)
-    ci = relative_improvement_ci(cand, base, seed=1)
     for name, values in (("dense", base), (technique, cand)):
         measure("Recall@10", float(values.mean()), technique=name, dataset=dataset.name, model=llm.label, n=len(values))
-    sd = float(np.std(cand - base, ddof=1)) if len(base) > 1 else 0.0
-    mde = minimum_detectable_effect(sd, len(base)) / max(float(base.mean()), 1e-12)  # as a relative change
-    check(spec_id, rel, n=len(base), ci=list(ci), p_value=permutation_test(cand, base, seed=1), mde=mde,
-          model=llm.label, dataset=dataset.name, baseline=float(base.mean()), candidate=float(cand.mean()),
-          paired_difference=diff.mean, paired_difference_ci=list(diff.ci))
+    diff = paired_effect(cand, base, seed=1)
+    check(spec_id, paired_effect(cand, base, relative=True, seed=1), model=llm.label, dataset=dataset.name,
+          available=len(dataset.judged_queries()), baseline=float(base.mean()), candidate=float(cand.mean()),
+          paired_difference=diff.estimate, paired_difference_ci=list(diff.ci))
 
 
 @pytest.fixture(scope="session")
@@ -72,11 +67,10 @@ def test_hyde_recall(dataset, dense_runs, hyde_runs, llm, check, measure):
 @pytest.mark.spec("BENCH-HYDE-CONTRIEVER")
 def test_hyde_ndcg_beats_dense(dataset, dense_runs, hyde_runs, llm, embedder, check, measure):
     base, cand = _ndcg_at_10(dataset, dense_runs), _ndcg_at_10(dataset, hyde_runs)
-    diff = paired_difference(cand, base, seed=1)
     for name, v in (("dense", base), ("hyde", cand)):
         measure("nDCG@10", float(v.mean()), technique=name, dataset=dataset.name, model=llm.label, n=len(v))
-    check("BENCH-HYDE-CONTRIEVER", diff.mean, ci=list(diff.ci), n=diff.n, p_value=permutation_test(cand, base, seed=1),
-          model=llm.label, dataset=dataset.name, dense_baseline=embedder.name)
+    check("BENCH-HYDE-CONTRIEVER", paired_effect(cand, base, seed=1), model=llm.label, dataset=dataset.name,
+          available=len(dataset.judged_queries()), dense_baseline=embedder.name)
 
 
 @pytest.mark.spec("RAGF-001")
@@ -133,7 +127,7 @@ def test_fusion_pipeline_latency(uncached_llm, dense_retriever, bench_queries, d
     ratio = interleaved_ratio(single, fused, texts)
     measure("rag_fusion_vs_single_pipeline", ratio.median, dataset=dataset.name, model=uncached_llm.label,
             **ratio.as_context())
-    check("RAGF-006", ratio.median, n=ratio.rounds, ci=[ratio.q25, ratio.q75], model=uncached_llm.label,
+    check("RAGF-006", ratio.median, n=ratio.rounds, model=uncached_llm.label,
           dataset=dataset.name, **{k: v for k, v in ratio.as_context().items() if k != "kind"})
 
 
@@ -144,7 +138,7 @@ def test_fusion_search_latency(uncached_llm, dense_retriever, bench_queries, dat
     texts = [q.text for q in bench_queries[:6]]
     single = lambda q: _answer(uncached_llm, q, dense_retriever.retrieve(q, 10)[:5])  # noqa: E731
     ratio = interleaved_ratio(single, lambda q: _answer(uncached_llm, q, fusion.search(q).hits[:5]), texts)
-    check("BENCH-RAGF-LATENCY", ratio.median, n=ratio.rounds, ci=[ratio.q25, ratio.q75], model=uncached_llm.label,
+    check("BENCH-RAGF-LATENCY", ratio.median, n=ratio.rounds, iqr=[ratio.q25, ratio.q75], model=uncached_llm.label,
           dataset=dataset.name)
 
 
@@ -156,7 +150,7 @@ def test_parallel_retrieval_stage(dense_retriever, bench_queries, fusion_results
                               lambda qs: dense_retriever.retrieve_many(qs, 10, parallel=True), sets, warmup=2)
     benchmark.pedantic(dense_retriever.retrieve_many, args=(sets[0], 10), rounds=10, iterations=1)
     measure("parallel_multi_query_retrieval_ratio", ratio.median, dataset=dataset.name, **ratio.as_context())
-    check("BENCH-RAGF-PARALLEL-RETRIEVAL", ratio.median, n=ratio.rounds, ci=[ratio.q25, ratio.q75],
+    check("BENCH-RAGF-PARALLEL-RETRIEVAL", ratio.median, n=ratio.rounds, iqr=[ratio.q25, ratio.q75],
           queries_per_set=float(np.mean([len(s) for s in sets])), dataset=dataset.name)
 
 
@@ -205,8 +199,9 @@ def test_crag_popqa(spec, beir_dataset, llm, embedder, reranker, harness_config,
     n = harness_config.harness.max_queries
     queries = list(ds.queries.values())[: n or None]
     cmp_ = compare_accuracy(queries, plain_rag(llm, dense), lambda q: crag.run(q).answer)
-    check(spec.id, cmp_.delta, model=llm.label, dataset="popqa", reranker=reranker.name,
-          web_backend="bm25 over the same corpus", **cmp_.context())
+    ctx = {k: v for k, v in cmp_.context().items() if k not in ("n", "ci", "p_value")}
+    check(spec.id, cmp_.effect(), model=llm.label, dataset="popqa", reranker=reranker.name, available=len(ds.queries),
+          web_backend="bm25 over the same corpus", **ctx)
 
 
 def test_generation_prompt_is_data():

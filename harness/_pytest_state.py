@@ -10,6 +10,7 @@ from harness.report.collector import Collector
 CATALOGUE_KEY = pytest.StashKey[Catalogue]()
 CONFIG_KEY = pytest.StashKey[HarnessConfig]()
 COLLECTOR_KEY = pytest.StashKey[Collector]()
+RESULTS_KEY = pytest.StashKey[dict]()
 
 
 def catalogue_of(config: pytest.Config) -> Catalogue:

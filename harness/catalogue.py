@@ -9,9 +9,12 @@ from typing import Any, Callable, Iterable
 
 import yaml
 
+from harness.stats.verdict import DIRECTIONAL, RULES, TESTS, Decision
+
 TIERS = ("unit", "integration", "benchmark")
 REQUIRED_KEYS = ("id", "title", "marker", "metric", "comparator", "threshold", "source")
-OPTIONAL_KEYS = ("expected", "note", "issue")
+OPTIONAL_KEYS = ("expected", "note", "issue", "decision")
+DECISION_KEYS = ("rule", "test", "alpha", "confidence")
 
 _COMPARATORS: dict[str, Callable[[Any, Any], bool]] = {
     ">=": operator.ge,
@@ -43,6 +46,7 @@ class Spec:
     expected: str = ""
     note: str = ""
     issue: int | None = None
+    decision: Decision = field(default_factory=Decision)
     file: str = field(default="", compare=False)
 
     def holds(self, value: Any) -> bool:
@@ -54,6 +58,11 @@ class Spec:
     @property
     def condition(self) -> str:
         return f"{self.metric} {self.comparator} {self.threshold!r}"
+
+    @property
+    def comparative(self) -> bool:
+        """Decided by an interval or a test (three-valued verdict), not by the point estimate."""
+        return self.decision.comparative
 
 
 class Catalogue:
@@ -112,7 +121,40 @@ def _validate_entry(entry: Any, path: Path, index: int) -> Spec:
         raise CatalogueError(f"{where}: field 'threshold' must be a list for comparator 'in'")
     if comp in (">=", ">", "<=", "<") and not isinstance(thr, (int, float)):
         raise CatalogueError(f"{where}: field 'threshold' must be a number for comparator {comp!r}")
-    return Spec(**{k: entry[k] for k in REQUIRED_KEYS + OPTIONAL_KEYS if k in entry}, file=str(path))
+    fields = {k: entry[k] for k in REQUIRED_KEYS + OPTIONAL_KEYS if k in entry}
+    if "decision" in entry:
+        fields["decision"] = _decision(entry["decision"], where, comp)
+    elif entry["marker"] == "benchmark":
+        raise CatalogueError(f"{where}: missing field 'decision' (benchmark specs declare how their verdict is decided: "
+                             "ci, estimate, or {rule: test, test: NAME, alpha: A})")
+    return Spec(**fields, file=str(path))
+
+
+def _decision(raw: Any, where: str, comparator: str) -> Decision:
+    """Parse `decision: ci|estimate` or `decision: {rule: test, test: mcnemar, alpha: 0.15[, confidence: 0.95]}`."""
+    if isinstance(raw, str):
+        raw = {"rule": raw}
+    if not isinstance(raw, dict):
+        raise CatalogueError(f"{where}: field 'decision' must be a rule name or a mapping, got {type(raw).__name__}")
+    unknown = sorted(set(raw) - set(DECISION_KEYS))
+    if unknown:
+        raise CatalogueError(f"{where}: field 'decision' has unknown key(s) {', '.join(unknown)}")
+    rule = raw.get("rule")
+    if rule not in RULES:
+        raise CatalogueError(f"{where}: field 'decision.rule' is {rule!r}, expected one of {', '.join(RULES)}")
+    test = raw.get("test")
+    if rule == "test" and test not in TESTS:
+        raise CatalogueError(f"{where}: field 'decision.test' is {test!r}, expected one of {', '.join(TESTS)}")
+    if rule != "test" and test is not None:
+        raise CatalogueError(f"{where}: field 'decision.test' is only for rule 'test'")
+    for key, default in (("alpha", 0.05), ("confidence", 0.95)):
+        v = raw.get(key, default)
+        if not isinstance(v, (int, float)) or isinstance(v, bool) or not 0 < v < 1:
+            raise CatalogueError(f"{where}: field 'decision.{key}' must be a number in (0, 1), got {v!r}")
+    if rule != "estimate" and comparator not in DIRECTIONAL:
+        raise CatalogueError(f"{where}: field 'decision' is {rule!r} but comparator {comparator!r} has no direction; "
+                             f"an interval or a test decides only {', '.join(DIRECTIONAL)}")
+    return Decision(rule, test, float(raw.get("alpha", 0.05)), float(raw.get("confidence", 0.95)))
 
 
 def spec_files(paths: Iterable[str | Path]) -> list[Path]:

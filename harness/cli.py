@@ -73,7 +73,14 @@ def main(argv: list[str] | None = None) -> int:
     out = Path(args.output)
     out.parent.mkdir(parents=True, exist_ok=True)
     if args.cmd == "compare":
-        out.write_text(render_comparison(_load(args.baseline), _load(args.candidate)), encoding="utf-8")
+        from harness.report.html import verdict_transitions
+
+        base, cand = _load(args.baseline), _load(args.candidate)
+        out.write_text(render_comparison(base, cand), encoding="utf-8")
+        moves = verdict_transitions(base, cand)
+        print(f"verdict transitions: {len(moves)}")
+        for sid, old, new in moves:
+            print(f"  {sid}: {old} -> {new}")
     else:
         out.write_text(render_html(_load(args.results)), encoding="utf-8")
     print(out)

@@ -38,8 +38,12 @@ def embedder(harness_config: HarnessConfig):
     """The configured sentence-transformers embedder (default: packaged all-MiniLM-L6-v2), disk-cached."""
     from harness.embed import make_embedder
 
+    from harness import provenance
+
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
-    return make_embedder(harness_config.harness.embedder, harness_config.harness.cache_dir)
+    emb = make_embedder(harness_config.harness.embedder, harness_config.harness.cache_dir)
+    provenance.note_model(getattr(emb, "name", str(harness_config.harness.embedder)), traffic="local", role="embedder")
+    return emb
 
 
 @pytest.fixture(scope="session")
@@ -74,7 +78,11 @@ def beir_dataset(harness_config: HarnessConfig) -> Callable[[str], Any]:
         path = harness_config.harness.data_dir / name
         if not (path / "corpus.jsonl").exists():
             pytest.skip(f"dataset {name!r} not found under {harness_config.harness.data_dir}")
-        return load_beir(path)
+        from harness import provenance
+
+        ds = load_beir(path)
+        provenance.note_dataset(ds.name, path, queries=len(ds.queries), documents=len(ds.corpus))
+        return ds
 
     return _load
 
@@ -142,9 +150,14 @@ def llm(harness_config: HarnessConfig, local_llm_server):
     cache = ResponseCache(harness_config.harness.cache_dir / "llm") if s.cache else None
     common = dict(timeout_s=s.timeout_s, max_attempts=s.max_attempts, backoff_s=s.backoff_s,
                   concurrency=s.concurrency, cache=cache)
+    from harness import provenance
+
+    traffic = "live+cache" if cache is not None else "live"
     if local_llm_server is not None:
+        provenance.note_model(s.model, traffic=traffic, role="llm", served="local llama.cpp server")
         return LLMClient(local_llm_server.litellm_model, api_base=local_llm_server.api_base, api_key="sk-local",
                          label=s.model, **common)
+    provenance.note_model(s.model, traffic=traffic, role="llm")
     return LLMClient(s.model, api_base=s.api_base, **common)
 
 
@@ -155,7 +168,10 @@ def scripted_llm() -> Callable[..., Any]:
     from harness.llm.scripted import by_kind, register
 
     def _make(responder, name: str = "default", **kw: Any):
+        from harness import provenance
+
         fn = by_kind(responder) if isinstance(responder, dict) else responder
+        provenance.note_model(f"scripted/{name}", traffic="scripted", role="llm")
         return LLMClient(register(name, fn), **kw)
 
     return _make
@@ -198,8 +214,12 @@ def recorded_llm(request: pytest.FixtureRequest, harness_config: HarnessConfig):
     from harness.llm.client import LLMClient
     from harness.llm.local import LocalModelServer
 
+    from harness import provenance
+
     mode = request.config.getoption("record_mode", default="none") or "none"
     alias = "smollm2-135m-instruct"
+    provenance.note_model(f"local/{alias}", traffic="replayed" if mode == "none" else f"live (recording: {mode})",
+                          role="llm")
     if mode == "none":
         return LLMClient(f"openai/{alias}", api_base=REPLAY_API_BASE, api_key="sk-local", label=f"local/{alias}",
                          max_attempts=1)

@@ -5,6 +5,7 @@ its markers, options and fixtures. Hooks live here; fixtures live in `harness.fi
 """
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 from pathlib import Path
@@ -14,15 +15,22 @@ import pytest
 
 from harness.catalogue import TIERS, CatalogueError, Spec, load_catalogue
 from harness.config import ConfigError, load_config
-from harness._pytest_state import CATALOGUE_KEY, COLLECTOR_KEY, CONFIG_KEY, catalogue_of, harness_config_of
+from harness._pytest_state import (
+    CATALOGUE_KEY, COLLECTOR_KEY, CONFIG_KEY, RESULTS_KEY, catalogue_of, harness_config_of,
+)
 from harness.fixtures import *  # noqa: F401,F403  (fixtures are registered by being in this namespace)
 from harness.report.collector import Collector, jsonable
 PROP_SPECS = "harness_specs"
 PROP_RECORD = "harness_record"
+PROP_VERDICT = "harness_verdict"
 
 
 class SpecCheckFailed(AssertionError):
-    """A measured value does not satisfy its catalogue spec."""
+    """A measured value does not satisfy its catalogue spec (fail), or its interval refutes the claim (refuted)."""
+
+
+class SpecInconclusive(AssertionError):
+    """Under --strict-verdicts: the data cannot decide a comparative claim."""
 
 
 # ---------------------------------------------------------------- options and configuration
@@ -45,6 +53,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                     help="queries per dataset in LLM-driven benchmarks (default 30; 0 = all).")
     group.addoption("--no-llm-cache", action="store_true", default=False,
                     help="bypass the on-disk LLM response cache.")
+    group.addoption("--strict-verdicts", action="store_true", default=False,
+                    help="an inconclusive comparative claim fails (default: it passes with a warning).")
     parser.addini("spec_files", type="linelist", default=[], help="spec catalogue files or directories.")
     parser.addini("harness_config", type="string", default="", help="wsop.yaml-style configuration file.")
     parser.addini("harness_require_tier", type="bool", default=False,
@@ -172,29 +182,62 @@ def _record(request: pytest.FixtureRequest, record: dict[str, Any]) -> None:
 
 @pytest.fixture
 def check(request: pytest.FixtureRequest) -> Callable[..., Any]:
-    """`check(spec_id, value, **context)`: compare a measured value with the catalogue threshold.
+    """`check(spec_id, value, **context)`: decide a measured value against its catalogue spec.
 
-    Records value, threshold, verdict and context (n, ci, p_value, model, dataset, ...) for the
-    report, and fails the test with a message naming id, value, comparator and threshold.
+    `value` is a number (or bool/list) for `decision: estimate` specs, and an `Effect`
+    (`harness.stats.paired_effect` / `proportion_effect`) for `ci` and `test` specs, which get a three-valued
+    verdict (supported / refuted / inconclusive) from their interval or test. Records value, verdict and
+    context (n, ci, p_value, model, dataset, ...) for the report; refuted and failed checks fail the test,
+    inconclusive ones fail it only under --strict-verdicts.
     """
     cat = catalogue_of(request.config)
+    strict = bool(request.config.getoption("strict_verdicts", False))
 
     def _check(spec_id: str, value: Any, **context: Any) -> Any:
+        from harness import provenance
+        from harness.stats.effect import Effect
+        from harness.stats.verdict import decide
+
         s = cat[spec_id]
-        ok = s.holds(value)
-        _record(request, {
-            "kind": "check", "spec_id": s.id, "metric": s.metric, "value": value,
-            "comparator": s.comparator, "threshold": s.threshold, "tier": s.marker,
-            "test_tier": ",".join(sorted(_tiers(request.node))),
-            "verdict": "pass" if ok else "fail", "nodeid": request.node.nodeid, "context": context,
-        })
-        if not ok:
-            shown = f"{value:.6g}" if isinstance(value, float) and not math.isnan(value) else repr(value)
-            extra = "".join(f", {k}={v!r}" for k, v in context.items() if k in ("n", "ci", "p_value", "model", "dataset"))
-            raise SpecCheckFailed(
-                f"{s.id} ({s.title}): measured {s.metric} = {shown}, required {s.comparator} {s.threshold!r}{extra}"
-            )
-        return value
+        effect = value if isinstance(value, Effect) else None
+        record: dict[str, Any] = {
+            "kind": "check", "spec_id": s.id, "metric": s.metric, "comparator": s.comparator,
+            "threshold": s.threshold, "tier": s.marker, "test_tier": ",".join(sorted(_tiers(request.node))),
+            "decision": dataclasses.asdict(s.decision), "nodeid": request.node.nodeid,
+            "provenance": provenance.snapshot(),
+        }
+        if s.comparative:
+            if effect is None:
+                raise TypeError(f"{s.id} is decided by its {s.decision.describe()}: pass an Effect "
+                                "(harness.stats.paired_effect or proportion_effect), not a bare number")
+            v = decide(effect, s.comparator, s.threshold, s.decision)
+            record.update(value=effect.estimate, verdict=v.verdict, effect=effect.as_context(),
+                          decided=v.as_context())
+        else:
+            number = effect.estimate if effect is not None else value
+            record.update(value=number, verdict="pass" if s.holds(number) else "fail")
+            if effect is not None:
+                record["effect"] = effect.as_context()
+        context = dict(context)
+        if effect is not None:
+            for k in ("n", "ci", "p_value"):
+                context.setdefault(k, record["effect"][k])
+        record["context"] = context
+        _record(request, record)
+        verdict = record["verdict"]
+        request.node.user_properties.append(
+            (PROP_VERDICT, f"{s.id}|{context.get('dataset') or ''}|{verdict}"))
+        if verdict in ("pass", "supported") or (verdict == "inconclusive" and not strict):
+            return value
+        shown_v = record["value"]
+        shown = f"{shown_v:.6g}" if isinstance(shown_v, float) and not math.isnan(shown_v) else repr(shown_v)
+        extra = "".join(f", {k}={v!r}" for k, v in context.items() if k in ("n", "ci", "p_value", "model", "dataset"))
+        head = f"{s.id} ({s.title}): measured {s.metric} = {shown}, required {s.comparator} {s.threshold!r}{extra}"
+        if verdict == "inconclusive":
+            raise SpecInconclusive(f"inconclusive (--strict-verdicts): {head}; {record['decided']['reason']}")
+        if verdict == "refuted":
+            raise SpecCheckFailed(f"refuted: {head}; {record['decided']['reason']}")
+        raise SpecCheckFailed(head)
 
     return _check
 
@@ -222,30 +265,39 @@ class _ReportHooks:
         self.config.stash[COLLECTOR_KEY].add_report(report, PROP_SPECS, PROP_RECORD)
 
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:
-        from harness.report.terminal import summary_lines
+        from harness.report.terminal import inconclusive_lines, summary_lines
 
-        lines = summary_lines(self.config.stash[COLLECTOR_KEY], catalogue_of(self.config))
+        results = self.config.stash.get(RESULTS_KEY, None)
+        if results is None:
+            return
+        lines = summary_lines(results["specs"])
         if lines:
             terminalreporter.section("rag-harness")
             for line in lines:
                 terminalreporter.write_line(line)
+        warn = inconclusive_lines(results["specs"])
+        if warn:
+            terminalreporter.section("rag-harness: inconclusive claims", sep="-", yellow=True)
+            for line in warn:
+                terminalreporter.write_line(line, yellow=True)
         paths = getattr(self.config, "_harness_report_paths", None)
         if paths:
             terminalreporter.write_line("report: " + ", ".join(str(p) for p in paths))
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:
-        from harness.report.writer import write_reports
+        from harness.report.writer import build_results, write_results
 
         collector = self.config.stash[COLLECTOR_KEY]
         if not collector.has_content():
             return
         hc = harness_config_of(self.config)
-        bench = _benchmark_stats(self.config)
-        self.config._harness_report_paths = write_reports(  # type: ignore[attr-defined]
-            collector, catalogue_of(self.config), hc.harness.report_dir,
-            root=self.config.rootpath, benchmarks=bench, markexpr=self.config.option.markexpr or "",
-        )
+        results = build_results(collector, catalogue_of(self.config), root=self.config.rootpath,
+                                benchmarks=_benchmark_stats(self.config), markexpr=self.config.option.markexpr or "")
+        self.config.stash[RESULTS_KEY] = results
+        self.config._harness_report_paths = write_results(results, hc.harness.report_dir)  # type: ignore[attr-defined]
+        if self.config.getoption("strict_verdicts") and any(r["verdict"] == "inconclusive" for r in results["specs"]):
+            session.exitstatus = pytest.ExitCode.TESTS_FAILED
 
 
 def _benchmark_stats(config: pytest.Config) -> list[dict[str, Any]]:

@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -75,3 +76,45 @@ def test_holds_semantics(tmp_path: Path):
     assert s.holds(0.5) and not s.holds(1) and not s.holds(float("nan"))
     with pytest.raises(KeyError, match="unknown spec id 'X-2'"):
         cat["X-2"]
+
+
+def _one(tmp_path: Path, body: str) -> Path:
+    p = tmp_path / "c.yaml"
+    p.write_text("specs:\n  - id: B-1\n    title: t\n    metric: m\n    source: s\n" + body)
+    return p
+
+
+@pytest.mark.parametrize("body, message", [
+    ("    marker: benchmark\n    comparator: '>='\n    threshold: 0.1\n", "missing field 'decision'"),
+    ("    marker: benchmark\n    decision: vibes\n    comparator: '>='\n    threshold: 0.1\n",
+     "field 'decision.rule' is 'vibes'"),
+    ("    marker: benchmark\n    decision: {rule: test}\n    comparator: '>='\n    threshold: 0.1\n",
+     "field 'decision.test' is None"),
+    ("    marker: benchmark\n    decision: {rule: test, test: mcnemar, alpha: 1.5}\n    comparator: '>='\n"
+     "    threshold: 0.1\n", "field 'decision.alpha' must be a number in (0, 1)"),
+    ("    marker: benchmark\n    decision: ci\n    comparator: '=='\n    threshold: 0.1\n",
+     "comparator '==' has no direction"),
+    ("    marker: benchmark\n    decision: {rule: ci, tail: left}\n    comparator: '>='\n    threshold: 0.1\n",
+     "field 'decision' has unknown key(s) tail"),
+])
+def test_decision_field_is_validated(tmp_path: Path, body: str, message: str):
+    p = _one(tmp_path, body)
+    with pytest.raises(CatalogueError, match=re.escape(f"{p}: spec B-1: ") + ".*" + re.escape(message)):
+        load_catalogue([p])
+
+
+def test_decision_defaults_and_parses(tmp_path: Path):
+    p = _one(tmp_path, "    marker: benchmark\n    decision: {rule: test, test: mcnemar, alpha: 0.15}\n"
+                       "    comparator: '>='\n    threshold: 0.04\n")
+    spec = load_catalogue([p])["B-1"]
+    assert spec.comparative and (spec.decision.rule, spec.decision.test, spec.decision.alpha) == ("test", "mcnemar", 0.15)
+    p = _one(tmp_path, "    marker: unit\n    comparator: '>='\n    threshold: 0.04\n")
+    assert load_catalogue([p])["B-1"].decision.rule == "estimate"
+
+
+def test_every_project_benchmark_spec_declares_its_decision():
+    cat = load_catalogue([Path(__file__).resolve().parents[1] / "specs"])
+    comparative = {s.id for s in cat if s.comparative}
+    assert {"HYDE-003", "QRW-003", "RAGF-004", "CRAG-005", "BENCH-HYDE-CONTRIEVER", "E2E4-FR5-3",
+            "RET-GATE-1"} <= comparative
+    assert cat["RET-GATE-1"].decision.test == "mcnemar" and cat["RET-GATE-1"].decision.alpha == 0.15

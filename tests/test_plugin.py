@@ -139,3 +139,122 @@ def test_xdist_writes_the_same_report_content(project: pytest.Pytester):
 
     assert content("plain") == content("par")
     assert len(content("par")["measures"]) == 6
+
+
+COMPARATIVE = """
+  - id: CMP-001
+    title: A technique lifts a score by at least 0.05
+    marker: unit
+    decision: ci
+    metric: score(technique) - score(baseline)
+    comparator: ">="
+    threshold: 0.05
+    source: demo
+  - id: CMP-002
+    title: Accuracy improves by 4 points (McNemar p < 0.15)
+    marker: unit
+    decision: {rule: test, test: mcnemar, alpha: 0.15}
+    metric: accuracy(candidate) - accuracy(baseline)
+    comparator: ">="
+    threshold: 0.04
+    source: demo
+"""
+
+COMPARATIVE_TESTS = """
+import numpy as np
+import pytest
+from harness.stats.effect import paired_effect
+
+BASE = np.full(30, 0.5)
+SHIFTS = {{"supported": np.tile([0.3, 0.2], 15), "refuted": np.tile([0.01, -0.03], 15),
+           "inconclusive": np.tile([0.34, -0.26], 15)}}
+
+@pytest.mark.spec("CMP-001")
+@pytest.mark.parametrize("dataset", {datasets})
+def test_lift(spec, check, dataset):
+    kind = {kinds}[dataset]
+    check(spec.id, paired_effect(BASE + SHIFTS[kind], BASE), dataset=dataset, available=200)
+
+@pytest.mark.spec("CMP-002")
+def test_gate(spec, check):
+    base = np.array([1] * 10 + [0] * 20, float)
+    cand = np.array([1] * 10 + [1] * {wins} + [0] * (20 - {wins}), float)
+    check(spec.id, paired_effect(cand, base, binary=True))
+"""
+
+
+def _comparative(project: pytest.Pytester, kinds: dict, wins: int = 6) -> None:
+    (project.path / "specs" / "demo.yaml").write_text(CATALOGUE + COMPARATIVE)
+    project.makepyfile(test_demo=TESTS.format(value=0.5),
+                       test_cmp=COMPARATIVE_TESTS.format(datasets=list(kinds), kinds=kinds, wins=wins))
+
+
+def _rows(project: pytest.Pytester, out: str = "out") -> dict:
+    return {r["id"]: r for r in json.loads((project.path / out / "results.json").read_text())["specs"]}
+
+
+def test_three_valued_verdicts_per_dataset(project: pytest.Pytester):
+    _comparative(project, {"a": "supported", "b": "inconclusive"})
+    result = project.runpytest_subprocess("--report-dir", "out", "--junitxml", "junit.xml")
+    result.assert_outcomes(passed=5)
+    rows = _rows(project)
+    row = rows["CMP-001"]
+    assert row["verdict"] == "inconclusive"
+    assert {e["dataset"]: e["verdict"] for e in row["datasets"]} == {"a": "supported", "b": "inconclusive"}
+    assert row["overall"] == "inconclusive on b; supported on a"
+    b = next(e for e in row["datasets"] if e["dataset"] == "b")
+    assert (b["improved"], b["unchanged"], b["degraded"]) == (15, 0, 15)
+    # mean +0.04 vs 0.05, sd 0.305: about (1.96 * 0.305 / 0.01)^2 = 3,570 queries, more than the 200 available
+    assert 3000 < b["queries_needed"] < 4000 and b["available"] == 200 and b["mde"] > 0
+    assert b["p_holm"] >= b["p_value"]
+    # the visible warning, in the same words as the report
+    result.stdout.fnmatch_lines(["*rag-harness: inconclusive claims*", "*CMP-001 on b: inconclusive*queries needed: 3* (> 200 available)*"])
+    junit = (project.path / "junit.xml").read_text()
+    assert 'name="harness_verdict" value="CMP-001|b|inconclusive"' in junit
+    html = (project.path / "out" / "index.html").read_text()
+    assert "forest plot" in html and "v-inconclusive" in html and "Provenance" in html
+
+
+def test_refuted_claim_fails_its_test(project: pytest.Pytester):
+    _comparative(project, {"a": "refuted"})
+    result = project.runpytest_subprocess("--report-dir", "out")
+    result.assert_outcomes(passed=3, failed=1)
+    result.stdout.fnmatch_lines(["*SpecCheckFailed: refuted: CMP-001*the whole 95% CI*violates >= 0.05*"])
+    assert _rows(project)["CMP-001"]["verdict"] == "refuted"
+
+
+def test_strict_verdicts_fail_inconclusive_claims(project: pytest.Pytester):
+    _comparative(project, {"a": "inconclusive"})
+    result = project.runpytest_subprocess("--report-dir", "out", "--strict-verdicts")
+    result.assert_outcomes(passed=3, failed=1)
+    result.stdout.fnmatch_lines(["*SpecInconclusive: inconclusive (--strict-verdicts): CMP-001*"])
+    assert _rows(project)["CMP-001"]["verdict"] == "inconclusive"
+
+
+def test_test_rule_is_decided_after_holm(project: pytest.Pytester):
+    # 6 wins, 0 losses: McNemar mid-p = 2*P(X<=0) - P(X=0) for Bin(6, 1/2) = 1/64 < 0.15, +20 points
+    _comparative(project, {"a": "supported"}, wins=6)
+    project.runpytest_subprocess("--report-dir", "out").assert_outcomes(passed=4)
+    gate = _rows(project)["CMP-002"]
+    assert gate["verdict"] == "supported" and gate["p_value"] is not None
+    # Holm over {CMP-001's t p ~ 1e-22, 1/64}: the larger p is the second step, multiplied by 1
+    assert gate["p_value"] == pytest.approx(1 / 64) and gate["p_holm"] == pytest.approx(1 / 64)
+
+
+def test_a_bare_number_cannot_decide_a_comparative_claim(project: pytest.Pytester):
+    (project.path / "specs" / "demo.yaml").write_text(CATALOGUE + COMPARATIVE)
+    project.makepyfile(test_demo=TESTS.format(value=0.5), test_cmp=textwrap.dedent("""
+        import pytest
+
+        @pytest.mark.spec("CMP-001")
+        def test_lift(spec, check):
+            check(spec.id, 0.2)
+
+        @pytest.mark.spec("CMP-002")
+        def test_gate(spec, check):
+            pass
+    """))
+    result = project.runpytest_subprocess("--report-dir", "out")
+    result.stdout.fnmatch_lines(["*TypeError: CMP-001 is decided by its 95% CI vs threshold: pass an Effect*"])
+    rows = _rows(project)
+    assert rows["CMP-001"]["verdict"] == "error" and rows["CMP-002"]["verdict"] == "error"

@@ -14,6 +14,10 @@ td.num{text-align:right;font-variant-numeric:tabular-nums}.muted{color:#6b7585}
 .v{font-weight:600;border-radius:3px;padding:1px 6px;white-space:nowrap}
 .v-pass{background:#d9f2df;color:#145a26}.v-fail{background:#fadadd;color:#8a1421}.v-error{background:#fde2c8;color:#7a3b00}
 .v-xfail{background:#eee6fa;color:#4b2a86}.v-skipped,.v-not-run{background:#eceff3;color:#4e5866}
+.v-supported{background:#d9f2df;color:#145a26}.v-refuted{background:#fadadd;color:#8a1421}
+.v-inconclusive{background:#fff1c2;color:#6b5200}tr.sub td:first-child{padding-left:22px}
+dl.prov{display:grid;grid-template-columns:max-content 1fr;gap:2px 12px;font-size:12px}dl.prov dt{font-weight:600}
+dl.prov dd{margin:0;overflow-wrap:anywhere}
 .counts span{margin-right:12px}.msg{max-width:420px;overflow-wrap:anywhere;font-size:12px}
 svg text{font:11px system-ui,sans-serif;fill:#1d2430}
 """
@@ -91,21 +95,144 @@ def _latency_charts(measures: Iterable[dict[str, Any]]) -> str:
     return _bars(sorted(items), title="latency ratios", ref=1.0) if items else ""
 
 
+_VERDICT_COLOUR = {"supported": "#2e8b57", "refuted": "#c0392b", "inconclusive": "#c99700"}
+
+
+def _needed(e: dict[str, Any]) -> str:
+    from harness.report.terminal import needed_text
+
+    return needed_text(e)
+
+
+def _counts(e: dict[str, Any]) -> str:
+    from harness.report.terminal import counts_text
+
+    return counts_text(e)
+
+
+def _spec_cells(r: dict[str, Any], first: str, tier: str, cond: str) -> str:
+    note = r.get("reason") or _note(r.get("message"))
+    if r.get("untestable"):
+        note = "cannot be tested on this dataset: " + note
+    return (f"<td>{first}</td><td>{_e(tier)}</td><td>{_verdict(r['verdict'])}</td>"
+            f"<td class=num>{_e(r.get('value')) or 'n/a'}</td><td>{escape(cond)}</td>"
+            f"<td class=num>{_e(r.get('ci'))}</td><td class=num>{_e(r.get('iqr'))}</td>"
+            f"<td class=num>{_e(r.get('p_value'))}{_paren(r.get('p_holm'))}</td>"
+            f"<td class=num>{_e(r.get('n'))}{_paren(r.get('mde'))}</td><td class=num>{escape(_needed(r))}</td>"
+            f"<td class=num>{escape(_counts(r))}</td><td>{_e(r.get('model'))}</td><td>{_e(r.get('dataset'))}</td>"
+            f"<td class=msg>{escape(note)}</td>")
+
+
 def _spec_table(specs: list[dict[str, Any]]) -> str:
-    head = ("<tr><th>spec</th><th>tier</th><th>verdict</th><th>value</th><th>condition</th><th>CI</th>"
-            "<th>p (Holm)</th><th>n (MDE)</th><th>model</th><th>dataset</th><th>note</th></tr>")
+    head = ("<tr><th>spec</th><th>tier</th><th>verdict</th><th>value</th><th>condition</th><th>95% CI</th>"
+            "<th>IQR</th><th>p (Holm)</th><th>n (MDE)</th><th>queries needed</th><th>queries +/=/−</th>"
+            "<th>model</th><th>dataset</th><th>note</th></tr>")
     rows = []
     for r in specs:
         cond = f"{r['metric']} {r['comparator']} {_fmt(r['threshold'])}"
-        rows.append(
-            f'<tr id="{_e(r["id"])}"><td><b>{_e(r["id"])}</b><div class="muted">{_e(r["title"])}</div></td>'
-            f"<td>{_e(r['tier'])}</td><td>{_verdict(r['verdict'])}</td><td class=num>{_e(r['value']) or 'n/a'}</td>"
-            f"<td>{escape(cond)}</td><td class=num>{_e(r.get('ci'))}</td>"
-            f"<td class=num>{_e(r.get('p_value'))}{_paren(r.get('p_holm'))}</td>"
-            f"<td class=num>{_e(r.get('n'))}{_paren(r.get('mde'))}</td><td>{_e(r.get('model'))}</td><td>{_e(r.get('dataset'))}</td>"
-            f"<td class=msg>{_e(_note(r.get('message')))}</td></tr>"
-        )
+        if r.get("decision", {}).get("rule") not in (None, "estimate"):
+            cond += f" — decided by {r['decision'].get('text', '')}"
+        first = f'<b>{_e(r["id"])}</b><div class="muted">{_e(r["title"])}</div>'
+        entries = r.get("datasets") or []
+        if len(entries) > 1:
+            rows.append(f'<tr id="{_e(r["id"])}"><td>{first}</td><td>{_e(r["tier"])}</td><td>{_verdict(r["verdict"])}</td>'
+                        f'<td colspan=11 class=msg>{escape(cond)}<br>{_e(r.get("overall"))}</td></tr>')
+            for e in entries:
+                rows.append(f'<tr class=sub>{_spec_cells(e, "└ " + _e(e["dataset"]), "", "")}</tr>')
+        else:
+            rows.append(f'<tr id="{_e(r["id"])}">{_spec_cells(r, first, r["tier"], cond)}</tr>')
     return f"<table>{head}{''.join(rows)}</table>"
+
+
+def forest_plot(specs: list[dict[str, Any]], width: int = 760) -> str:
+    """One row per comparative (claim, dataset): the estimate, its CI and the threshold on the row's own
+    scale (claims differ in units), coloured by verdict."""
+    items = []
+    for r in specs:
+        if not r.get("comparative"):
+            continue
+        for e in r.get("datasets") or []:
+            ci = e.get("ci")
+            if not (isinstance(e.get("value"), (int, float)) and isinstance(ci, list) and len(ci) == 2
+                    and all(isinstance(x, (int, float)) for x in ci)):
+                continue
+            items.append((f"{r['id']} {e.get('dataset') or ''}".strip(), float(e["value"]), ci,
+                          r["threshold"], e["verdict"]))
+    if not items:
+        return ""
+    label_w, row_h, plot_w = 260, 24, width - 260 - 150
+    h = len(items) * row_h + 30
+    parts = [f'<svg role="img" aria-label="forest plot of comparative claims" width="{width}" height="{h}" '
+             'xmlns="http://www.w3.org/2000/svg">',
+             f'<text x="{label_w}" y="12" class="muted">each row on its own scale; | threshold, ● estimate, — 95% CI</text>']
+    for i, (label, est, (lo, hi), thr, verdict) in enumerate(items):
+        y = 30 + i * row_h
+        pts = [v for v in (est, lo, hi, float(thr), 0.0) if abs(v) != float("inf")]
+        vmin, vmax = min(pts), max(pts)
+        pad = (vmax - vmin) * 0.1 or 0.1
+        vmin, vmax = vmin - pad, vmax + pad
+
+        def x(v: float, vmin: float = vmin, vmax: float = vmax) -> float:
+            v = min(max(v, vmin), vmax)
+            return label_w + (v - vmin) / (vmax - vmin) * plot_w
+
+        colour = _VERDICT_COLOUR.get(verdict, "#6b7585")
+        parts.append(f'<text x="0" y="{y + 4}">{escape(label[:44])}</text>')
+        parts.append(f'<line x1="{label_w}" x2="{label_w + plot_w}" y1="{y}" y2="{y}" stroke="#eceff3"/>')
+        parts.append(f'<line x1="{x(float(thr)):.1f}" x2="{x(float(thr)):.1f}" y1="{y - 9}" y2="{y + 9}" '
+                     'stroke="#1d2430" stroke-dasharray="3 2"/>')
+        parts.append(f'<line x1="{x(lo):.1f}" x2="{x(hi):.1f}" y1="{y}" y2="{y}" stroke="{colour}" stroke-width="3"/>')
+        parts.append(f'<circle cx="{x(est):.1f}" cy="{y}" r="4.5" fill="{colour}"/>')
+        parts.append(f'<text x="{label_w + plot_w + 8}" y="{y + 4}" fill="{colour}">{escape(verdict)} '
+                     f'{est:+.3g} [{lo:.3g}, {hi:.3g}]</text>')
+    parts.append("</svg>")
+    return "".join(parts)
+
+
+def _provenance(prov: dict[str, Any]) -> str:
+    if not prov:
+        return ""
+    def kv(d: dict[str, Any]) -> str:
+        return "; ".join(f"{k}: " + (", ".join(f"{a}={_fmt(b)}" for a, b in v.items()) if isinstance(v, dict) else _fmt(v))
+                         for k, v in sorted(d.items())) or "—"
+    rows = [("git commit", f"{prov.get('git_commit')}" + (" (uncommitted changes)" if prov.get("git_dirty") else "")),
+            ("models", kv(prov.get("models") or {})), ("datasets", kv(prov.get("datasets") or {})),
+            ("seeds", kv(prov.get("seeds") or {})), ("packages", kv(prov.get("packages") or {}))]
+    return '<dl class="prov">' + "".join(f"<dt>{escape(k)}</dt><dd>{escape(v)}</dd>" for k, v in rows) + "</dl>"
+
+
+def _calibration(measures: list[dict[str, Any]]) -> str:
+    """Type-I error per test and n with the [0.035, 0.065] band, CI coverage and power vs prediction."""
+    rows = [m for m in measures if (m.get("context") or {}).get("kind") == "calibration"]
+    if not rows:
+        return ""
+    type1 = [(m["name"], float(m["value"])) for m in rows if m["name"].startswith("type1:")
+             and isinstance(m.get("value"), (int, float))]
+    out = []
+    if type1:
+        out.append("<h3>Type-I error at α = 0.05 (A/A comparisons; band 0.035–0.065)</h3>")
+        out.append(_band_bars(sorted(type1), 0.035, 0.065, vmax=0.12))
+    table = "".join(f"<tr><td>{_e(m['name'])}</td><td class=num>{_e(m.get('value'))}</td>"
+                    f"<td class=msg>{escape(', '.join(f'{k}={_fmt(v)}' for k, v in sorted(m['context'].items()) if k != 'kind'))}</td></tr>"
+                    for m in rows)
+    out.append(f"<table><tr><th>figure</th><th>value</th><th>detail</th></tr>{table}</table>")
+    return "".join(out)
+
+
+def _band_bars(items: list[tuple[str, float]], lo: float, hi: float, *, vmax: float, width: int = 640) -> str:
+    label_w, bar_h, gap = 260, 14, 5
+    scale = (width - label_w - 60) / vmax
+    h = len(items) * (bar_h + gap) + 16
+    parts = [f'<svg role="img" aria-label="type-I error rates" width="{width}" height="{h}" xmlns="http://www.w3.org/2000/svg">',
+             f'<rect x="{label_w + lo * scale:.1f}" y="0" width="{(hi - lo) * scale:.1f}" height="{h}" fill="#d9f2df"/>']
+    for i, (label, v) in enumerate(items):
+        y = 6 + i * (bar_h + gap)
+        colour = "#4c78a8" if lo <= v <= hi else "#c0392b"
+        parts.append(f'<text x="0" y="{y + 11}">{escape(label[:44])}</text>')
+        parts.append(f'<rect x="{label_w}" y="{y}" width="{min(v, vmax) * scale:.1f}" height="{bar_h}" fill="{colour}"/>')
+        parts.append(f'<text x="{label_w + min(v, vmax) * scale + 4:.1f}" y="{y + 11}">{v:.4f}</text>')
+    parts.append("</svg>")
+    return "".join(parts)
 
 
 def _measure_table(measures: list[dict[str, Any]]) -> str:
@@ -147,13 +274,27 @@ def render_html(results: dict[str, Any]) -> str:
         f'<div class="muted">commit {_e(run.get("git_commit"))} · {escape(when)} · -m {_e(run.get("markexpr")) or "(all)"}'
         f' · schema v{_e(results.get("schema_version"))}</div>',
         '<p class="counts">' + "".join(f"<span>{_verdict(k)} {v}</span>" for k, v in sorted(counts.items())) + "</p>",
-        "<h2>Claims</h2>", _spec_table(specs),
+        "<h2>Claims</h2>",
+        '<p class=muted>Comparative claims read <b>supported</b> (the whole interval satisfies the claim, or the '
+        "declared test is significant after Holm), <b>refuted</b> (the whole interval violates it) or "
+        "<b>inconclusive</b> (the data cannot tell; queries needed says how many would). Other claims read pass/fail "
+        "on their value.</p>",
+        _spec_table(specs),
     ]
+    forest = forest_plot(specs)
+    if forest:
+        body += ["<h2>Comparative claims: forest plot</h2>", forest]
+    calib = _calibration(measures)
+    if calib:
+        body += ["<h2>Statistics calibration on real topics</h2>", calib]
     if charts:
         body += ["<h2>Retrieval quality by technique</h2>", charts]
     if lat:
         body += ["<h2>Latency ratios (dashed line: 1.0×)</h2>", lat]
     body += ["<h2>All figures</h2>", _measure_table(measures), _bench_table(results.get("benchmarks", []))]
+    prov = _provenance(results.get("provenance") or {})
+    if prov:
+        body += ["<h2>Provenance</h2>", prov]
     return _page("rag-harness report", "".join(body))
 
 
@@ -163,8 +304,16 @@ def _page(title: str, body: str) -> str:
             f"<body>{body}</body></html>")
 
 
+def verdict_transitions(baseline: dict[str, Any], candidate: dict[str, Any]) -> list[tuple[str, str, str]]:
+    """(spec id, baseline verdict, candidate verdict) for every spec whose verdict changed between two runs."""
+    base = {r["id"]: r.get("verdict", "not run") for r in baseline.get("specs", [])}
+    cand = {r["id"]: r.get("verdict", "not run") for r in candidate.get("specs", [])}
+    return [(i, base.get(i, "not run"), cand.get(i, "not run")) for i in sorted(set(base) | set(cand))
+            if base.get(i, "not run") != cand.get(i, "not run")]
+
+
 def render_comparison(baseline: dict[str, Any], candidate: dict[str, Any]) -> str:
-    """Two runs side by side: per spec, the verdict and value of each and the change."""
+    """Two runs side by side: the verdict transitions first, then per spec the verdict and value of each."""
     base = {r["id"]: r for r in baseline.get("specs", [])}
     rows = []
     for r in candidate.get("specs", []):
@@ -174,10 +323,18 @@ def render_comparison(baseline: dict[str, Any], candidate: dict[str, Any]) -> st
             delta = f"{r['value'] - b['value']:+.4g}"
         changed = " style=\"background:#fff7d6\"" if b.get("verdict") != r["verdict"] else ""
         rows.append(f"<tr{changed}><td><b>{_e(r['id'])}</b></td><td>{_verdict(b.get('verdict', 'not run'))}</td>"
-                    f"<td class=num>{_e(b.get('value'))}</td><td>{_verdict(r['verdict'])}</td>"
-                    f"<td class=num>{_e(r.get('value'))}</td><td class=num>{escape(delta)}</td></tr>")
-    table = ("<table><tr><th>spec</th><th>baseline</th><th>value</th><th>candidate</th><th>value</th>"
-             f"<th>change</th></tr>{''.join(rows)}</table>")
+                    f"<td class=num>{_e(b.get('value'))}</td><td class=num>{_e(b.get('ci'))}</td>"
+                    f"<td>{_verdict(r['verdict'])}</td><td class=num>{_e(r.get('value'))}</td>"
+                    f"<td class=num>{_e(r.get('ci'))}</td><td class=num>{escape(delta)}</td></tr>")
+    table = ("<table><tr><th>spec</th><th>baseline</th><th>value</th><th>CI</th><th>candidate</th><th>value</th>"
+             f"<th>CI</th><th>change</th></tr>{''.join(rows)}</table>")
+    moves: dict[tuple[str, str], list[str]] = {}
+    for sid, old, new in verdict_transitions(baseline, candidate):
+        moves.setdefault((old, new), []).append(sid)
+    trans = "".join(f"<tr><td>{_verdict(o)} → {_verdict(n)}</td><td class=num>{len(ids)}</td>"
+                    f"<td class=msg>{escape(', '.join(ids))}</td></tr>" for (o, n), ids in sorted(moves.items()))
+    trans_html = (f"<h2>Verdict transitions</h2><table><tr><th>from → to</th><th>claims</th><th>ids</th></tr>{trans}"
+                  "</table>" if trans else "<h2>Verdict transitions</h2><p class=muted>No verdict changed.</p>")
     head = (f"<h1>rag-harness comparison</h1><div class=muted>baseline {_e(baseline.get('run', {}).get('git_commit'))}"
             f" → candidate {_e(candidate.get('run', {}).get('git_commit'))}</div>")
-    return _page("rag-harness comparison", head + table)
+    return _page("rag-harness comparison", head + trans_html + "<h2>All claims</h2>" + table)

@@ -1,17 +1,105 @@
-"""Per-spec verdicts: one row per catalogue id, from the checks and outcomes a run collected."""
+"""Per-spec verdicts: one row per catalogue id, with one entry per dataset it was measured on.
+
+Vocabulary (the same in the terminal, results.json, HTML and JUnit properties):
+- comparative specs (`decision: ci | test`): supported / refuted / inconclusive, per dataset; the spec's
+  overall verdict is refuted if any dataset refutes it, supported if every dataset supports it, else
+  inconclusive; `overall` says which datasets support, refute or cannot tell;
+- estimate specs: pass / fail;
+- either: error (the test broke before deciding), skipped (with its reason), xfail, not run.
+
+Holm's correction runs over the p-values of every comparative (spec, dataset) measurement of the run;
+`test`-rule specs are then re-decided with their adjusted p.
+"""
 from __future__ import annotations
 
 from typing import Any
 
-from harness.catalogue import Catalogue
+from harness.catalogue import Catalogue, Spec
 from harness.report.collector import Collector
+from harness.stats.effect import Effect
+from harness.stats.verdict import decide
 
-VERDICT_ORDER = ("fail", "error", "pass", "xfail", "skipped", "not run")
+VERDICT_ORDER = ("refuted", "fail", "error", "inconclusive", "supported", "pass", "xfail", "skipped", "not run")
+_RANK = {v: i for i, v in enumerate(VERDICT_ORDER)}
+_EFFECT_FIELDS = set(Effect.__dataclass_fields__)
+
+
+def effect_from_record(rec: dict[str, Any]) -> Effect | None:
+    d = rec.get("effect")
+    if not d:
+        return None
+    kw = {k: v for k, v in d.items() if k in _EFFECT_FIELDS}
+    kw["ci"] = tuple(float("nan") if x is None else x for x in (kw.get("ci") or (None, None)))
+    if kw.get("attainable") is not None:
+        kw["attainable"] = tuple(kw["attainable"])
+    for k in ("estimate", "sd"):
+        if kw.get(k) is None:
+            kw[k] = float("nan")
+    kw["p_values"] = {k: v for k, v in (kw.get("p_values") or {}).items() if v is not None}
+    return Effect(**kw)
+
+
+def _entry(spec: Spec, rec: dict[str, Any]) -> dict[str, Any]:
+    """One dataset's figures, from the check that decided it."""
+    ctx = rec.get("context", {})
+    eff = rec.get("effect") or {}
+    dec = rec.get("decided") or {}
+    return {
+        "dataset": ctx.get("dataset") or "", "verdict": rec["verdict"], "value": rec.get("value"),
+        "ci": ctx.get("ci") if ctx.get("ci") is not None else eff.get("ci"),
+        "iqr": ctx.get("iqr"), "n": ctx.get("n", eff.get("n")), "p_value": ctx.get("p_value", eff.get("p_value")),
+        "p_test": (eff.get("p_values") or {}).get(spec.decision.test) if spec.decision.rule == "test" else None,
+        "mde": dec.get("mde", ctx.get("mde")), "queries_needed": dec.get("queries_needed"),
+        "available": ctx.get("available"), "untestable": dec.get("untestable", False), "reason": dec.get("reason", ""),
+        "improved": eff.get("improved"), "unchanged": eff.get("unchanged"), "degraded": eff.get("degraded"),
+        "model": ctx.get("model"), "interval": eff.get("interval_method"), "nodeid": rec.get("nodeid"),
+        "_record": rec,
+    }
+
+
+def _worst(verdicts: list[str]) -> str:
+    return min(verdicts, key=lambda v: _RANK.get(v, 99))
+
+
+def _holm(rows: list[dict[str, Any]], catalogue: Catalogue, alpha: float = 0.05) -> None:
+    """Holm-adjust the p-values of every comparative (spec, dataset) entry; re-decide `test`-rule entries."""
+    from harness.stats import holm
+
+    family = [(r, e) for r in rows if catalogue[r["id"]].comparative for e in r["datasets"]
+              if isinstance(e.get("p_test") if catalogue[r["id"]].decision.rule == "test" else e.get("p_value"),
+                            (int, float))]
+    ps = [e["p_test"] if catalogue[r["id"]].decision.rule == "test" else e["p_value"] for r, e in family]
+    _, adjusted = holm(ps, alpha)
+    for (r, e), adj in zip(family, adjusted):
+        e["p_holm"] = adj
+        spec = catalogue[r["id"]]
+        if spec.decision.rule == "test":
+            eff = effect_from_record(e["_record"])
+            if eff is not None:
+                v = decide(eff, spec.comparator, spec.threshold, spec.decision, p_value=adj)
+                e.update(verdict=v.verdict, reason=v.reason, queries_needed=v.queries_needed, mde=v.mde,
+                         untestable=v.untestable)
+
+
+def _overall(spec: Spec, entries: list[dict[str, Any]]) -> tuple[str, str]:
+    verdicts = [e["verdict"] for e in entries]
+    if not spec.comparative:
+        return ("fail" if "fail" in verdicts else "pass"), ""
+    by: dict[str, list[str]] = {}
+    for e in entries:
+        label = e["dataset"] or "(no dataset)"
+        by.setdefault(e["verdict"] + (" (untestable)" if e.get("untestable") else ""), []).append(label)
+    text = "; ".join(f"{k} on {', '.join(v)}" for k, v in sorted(by.items()))
+    if "refuted" in verdicts:
+        return "refuted", text
+    if all(v == "supported" for v in verdicts):
+        return "supported", text
+    return "inconclusive", text
 
 
 def spec_rows(collector: Collector, catalogue: Catalogue) -> list[dict[str, Any]]:
-    """Rows in catalogue order; the verdict is the worst of the checks and outcomes of the spec's
-    tests at its catalogue tier (tests at other tiers are counted as supporting)."""
+    """Rows in catalogue order; each dataset's verdict comes from its checks at the spec's catalogue tier
+    (the worst one decides); tests at other tiers are counted as supporting."""
     tier_of = {s.id: s.marker for s in catalogue}
     checks: dict[str, list[dict[str, Any]]] = {}
     for rec in collector.checks():
@@ -21,35 +109,66 @@ def spec_rows(collector: Collector, catalogue: Catalogue) -> list[dict[str, Any]
     for out in collector.outcomes.values():
         if out.get("tier") == tier_of.get(out["spec_id"]):
             outcomes.setdefault(out["spec_id"], []).append(out)
-        else:  # a test at another tier supports the claim but does not decide its verdict
+        else:
             supporting[out["spec_id"]] = supporting.get(out["spec_id"], 0) + 1
     rows = []
     for spec in catalogue:
         cs = sorted((c for c in checks.get(spec.id, []) if c.get("test_tier") == spec.marker),
                     key=lambda r: r["nodeid"])
+        groups: dict[str, list[dict[str, Any]]] = {}
+        for c in cs:
+            groups.setdefault(c.get("context", {}).get("dataset") or "", []).append(c)
+        entries = []
+        for _, recs in sorted(groups.items()):
+            deciding = min(recs, key=lambda r: _RANK.get(r["verdict"], 99))
+            entries.append(_entry(spec, deciding))
         os_ = sorted(outcomes.get(spec.id, []), key=lambda r: r["nodeid"])
-        kinds = {o["outcome"] for o in os_}
-        if any(c["verdict"] == "fail" for c in cs) or "failed" in kinds or "xpassed" in kinds:
+        rows.append({
+            "id": spec.id, "title": spec.title, "tier": spec.marker, "metric": spec.metric,
+            "comparator": spec.comparator, "threshold": spec.threshold, "source": spec.source,
+            "decision": {"rule": spec.decision.rule, "test": spec.decision.test, "alpha": spec.decision.alpha,
+                         "confidence": spec.decision.confidence, "text": spec.decision.describe()},
+            "comparative": spec.comparative, "datasets": entries, "checks": len(cs),
+            "tests": [o["nodeid"] for o in os_], "supporting_tests": supporting.get(spec.id, 0),
+            "message": next((o["message"] for o in os_ if o["message"]), ""), "_outcomes": os_,
+        })
+    _holm(rows, catalogue)
+    for row in rows:
+        _finish(row, catalogue[row["id"]])
+    return rows
+
+
+def _finish(row: dict[str, Any], spec: Spec) -> None:
+    """The row's overall verdict, and its top-level figures from the deciding dataset's entry."""
+    os_ = row.pop("_outcomes")
+    entries = row["datasets"]
+    kinds = {o["outcome"] for o in os_}
+    explained = any(e["verdict"] in ("refuted", "fail") for e in entries) or any(
+        "SpecInconclusive" in (o.get("message") or "") for o in os_)
+    if entries:
+        verdict, overall = _overall(spec, entries)
+        if ("failed" in kinds or "error" in kinds) and not explained:
+            verdict = "error" if spec.comparative or "error" in kinds else "fail"
+        if "xpassed" in kinds:
             verdict = "fail"
+    else:
+        overall = ""
+        if "failed" in kinds or "xpassed" in kinds:
+            verdict = "error" if spec.comparative else "fail"
         elif "error" in kinds:
             verdict = "error"
-        elif cs or "passed" in kinds:
-            verdict = "pass"
+        elif "passed" in kinds:
+            verdict = "pass" if not spec.comparative else "error"
         elif "xfailed" in kinds:
             verdict = "xfail"
         elif "skipped" in kinds:
             verdict = "skipped"
         else:
             verdict = "not run"
-        last = cs[-1] if cs else {}
-        ctx = last.get("context", {})
-        rows.append({
-            "id": spec.id, "title": spec.title, "tier": spec.marker, "metric": spec.metric,
-            "comparator": spec.comparator, "threshold": spec.threshold, "source": spec.source,
-            "verdict": verdict, "value": last.get("value"), "n": ctx.get("n"), "ci": ctx.get("ci"),
-            "p_value": ctx.get("p_value"), "mde": ctx.get("mde"), "model": ctx.get("model"),
-            "dataset": ctx.get("dataset"),
-            "checks": len(cs), "tests": [o["nodeid"] for o in os_], "supporting_tests": supporting.get(spec.id, 0),
-            "message": next((o["message"] for o in os_ if o["message"]), ""),
-        })
-    return rows
+    deciding = min(entries, key=lambda e: _RANK.get(e["verdict"], 99)) if entries else {}
+    for e in entries:
+        e.pop("_record", None)
+    row.update(verdict=verdict, overall=overall)
+    for k in ("value", "ci", "iqr", "n", "p_value", "p_holm", "mde", "queries_needed", "available", "untestable",
+              "reason", "improved", "unchanged", "degraded", "model", "dataset", "interval"):
+        row[k] = deciding.get(k)

@@ -1,28 +1,96 @@
-"""The session-end terminal table."""
+"""The session-end terminal table: one line per claim (and one per dataset where there are several)."""
 from __future__ import annotations
 
-from harness.catalogue import Catalogue
-from harness.report.collector import Collector
-from harness.report.summary import spec_rows
+import math
+from typing import Any
 
 
 def _fmt(value: object) -> str:
+    if isinstance(value, bool):
+        return str(value)
     if isinstance(value, float):
-        return f"{value:.4g}"
+        return "inf" if math.isinf(value) else f"{value:.4g}"
     return "" if value is None else str(value)
 
 
-def summary_lines(collector: Collector, catalogue: Catalogue) -> list[str]:
-    rows = [r for r in spec_rows(collector, catalogue) if r["verdict"] != "not run"]
+def _interval(v: Any) -> str:
+    if isinstance(v, (list, tuple)) and len(v) == 2 and all(isinstance(x, (int, float)) for x in v):
+        return f"[{v[0]:.3g}, {v[1]:.3g}]"
+    return ""
+
+
+def needed_text(entry: dict[str, Any]) -> str:
+    """Queries needed to decide an inconclusive claim, or "> N available" when the dataset has fewer."""
+    q, avail = entry.get("queries_needed"), entry.get("available")
+    if entry.get("verdict") != "inconclusive" or entry.get("untestable") or q is None:
+        return ""
+    if q == "never" or (isinstance(q, float) and math.isinf(q)):
+        return "never (estimate = threshold)"
+    q = int(q)
+    if isinstance(avail, int) and q > avail:
+        return f"{q} (> {avail} available)"
+    return str(q)
+
+
+def counts_text(entry: dict[str, Any]) -> str:
+    if entry.get("improved") is None:
+        return ""
+    return f"+{entry['improved']}/={entry['unchanged']}/-{entry['degraded']}"
+
+
+def _line(label: str, tier: str, e: dict[str, Any], cond: str) -> str:
+    spread = _interval(e.get("ci"))
+    if not spread and e.get("iqr"):
+        spread = "IQR " + _interval(e.get("iqr"))
+    p = _fmt(e.get("p_value"))
+    if e.get("p_holm") is not None:
+        p += f" ({_fmt(e.get('p_holm'))})"
+    extra = "  ".join(x for x in (
+        f"n={_fmt(e.get('n'))}" if e.get("n") is not None else "",
+        f"p={p}" if p else "",
+        f"q±={counts_text(e)}" if counts_text(e) else "",
+        f"needed={needed_text(e)}" if needed_text(e) else "",
+        f"dataset={e['dataset']}" if e.get("dataset") else "",
+        f"model={e['model']}" if e.get("model") else "",
+    ) if x)
+    return f"{label:<30} {tier:<11} {e['verdict']:<12} {_fmt(e.get('value')) or 'n/a':>10} {spread:<20} {cond}  {extra}"
+
+
+def summary_lines(rows: list[dict[str, Any]]) -> list[str]:
+    rows = [r for r in rows if r["verdict"] != "not run"]
     if not rows:
         return []
-    lines = [f"{'spec':<26} {'tier':<11} {'verdict':<8} {'value':>10}  condition"]
+    lines = [f"{'spec':<30} {'tier':<11} {'verdict':<12} {'value':>10} {'CI / IQR':<20} condition"]
     for r in rows:
         cond = f"{r['metric']} {r['comparator']} {r['threshold']}"
-        extra = f"  (model={r['model']})" if r.get("model") else ""
-        lines.append(f"{r['id']:<26} {r['tier']:<11} {r['verdict']:<8} {_fmt(r['value']) or 'n/a':>10}  {cond}{extra}")
+        if len(r.get("datasets") or []) > 1:
+            lines.append(f"{r['id']:<30} {r['tier']:<11} {r['verdict']:<12} {'':>10} {'':<20} {cond}  {r['overall']}")
+            for e in r["datasets"]:
+                lines.append(_line(f"  └ {e['dataset']}", "", e, ""))
+        else:
+            line = _line(r["id"], r["tier"], r, cond)
+            if r["verdict"] in ("skipped", "error", "xfail") and r.get("message"):
+                line += f"  ({r['message'][:160]})"
+            lines.append(line)
     counts: dict[str, int] = {}
     for r in rows:
         counts[r["verdict"]] = counts.get(r["verdict"], 0) + 1
     lines.append("specs: " + ", ".join(f"{v} {k}" for k, v in sorted(counts.items())))
     return lines
+
+
+def inconclusive_lines(rows: list[dict[str, Any]]) -> list[str]:
+    """The visible warning for claims the data cannot decide (they pass unless --strict-verdicts)."""
+    out = []
+    for r in rows:
+        for e in r.get("datasets") or []:
+            if e["verdict"] != "inconclusive":
+                continue
+            where = f" on {e['dataset']}" if e.get("dataset") else ""
+            need = needed_text(e)
+            tail = f"; queries needed: {need}" if need else ""
+            mde = e.get("mde")
+            if isinstance(mde, (int, float)) and math.isfinite(mde):
+                tail += f"; MDE at n={e.get('n')}: {mde:.3g}"
+            out.append(f"{r['id']}{where}: inconclusive — {e.get('reason', '')}{tail}")
+    return out

@@ -28,14 +28,15 @@ def git_commit(root: Path) -> str | None:
 
 def build_results(collector: Collector, catalogue: Catalogue, *, root: Path,
                   benchmarks: list[dict[str, Any]] | None = None, markexpr: str = "") -> dict[str, Any]:
-    """The results document. Everything outside `run` and `benchmarks` is independent of timing and order."""
+    """The results document. Everything outside `run`, `provenance` and `benchmarks` is independent of timing
+    and order."""
     key = lambda r: (r.get("nodeid", ""), json.dumps(r, sort_keys=True))  # noqa: E731
     specs = spec_rows(collector, catalogue)
-    add_holm(specs)
     return jsonable({
         "schema_version": SCHEMA_VERSION,
         "run": {"created_unix": time.time(), "git_commit": git_commit(root), "python": platform.python_version(),
                 "markexpr": markexpr},
+        "provenance": build_provenance(collector, root),
         "specs": specs,
         "checks": sorted(collector.checks(), key=key),
         "measures": sorted(collector.measures(), key=key),
@@ -44,8 +45,24 @@ def build_results(collector: Collector, catalogue: Catalogue, *, root: Path,
     })
 
 
+def build_provenance(collector: Collector, root: Path) -> dict[str, Any]:
+    """Git commit, package versions, and the union of the models (with their traffic: live, replayed,
+    cached or scripted), datasets (with content hashes) and seeds that the run's checks recorded."""
+    from harness import provenance
+
+    merged = provenance.merge([r.get("provenance") or {} for r in collector.records])
+    dirty = None
+    try:
+        out = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=root, capture_output=True,
+                             text=True, timeout=10)
+        dirty = bool(out.stdout.strip()) if out.returncode == 0 else None
+    except (OSError, subprocess.SubprocessError):
+        pass
+    return {"git_commit": git_commit(root), "git_dirty": dirty, "packages": provenance.package_versions(), **merged}
+
+
 def add_holm(rows: list[dict[str, Any]], alpha: float = 0.05) -> None:
-    """Holm-correct the p-values of all of a run's compared claims (rows that carry a p-value)."""
+    """Holm-correct the p-values of a list of rows that carry one (`p_value`), writing `p_holm`."""
     from harness.stats import holm
 
     with_p = [r for r in rows if isinstance(r.get("p_value"), (int, float))]
@@ -65,11 +82,16 @@ def _atomic_write(path: Path, text: str) -> None:
     os.replace(tmp, path)
 
 
-def write_reports(collector: Collector, catalogue: Catalogue, report_dir: Path, *, root: Path,
-                  benchmarks: list[dict[str, Any]] | None = None, markexpr: str = "") -> list[Path]:
-    results = build_results(collector, catalogue, root=root, benchmarks=benchmarks, markexpr=markexpr)
+def write_results(results: dict[str, Any], report_dir: Path) -> list[Path]:
+    """Write results.json and index.html atomically; returns their paths."""
     json_path = report_dir / "results.json"
     html_path = report_dir / "index.html"
     _atomic_write(json_path, json.dumps(results, indent=2, sort_keys=True))
     _atomic_write(html_path, render_html(results))
     return [json_path, html_path]
+
+
+def write_reports(collector: Collector, catalogue: Catalogue, report_dir: Path, *, root: Path,
+                  benchmarks: list[dict[str, Any]] | None = None, markexpr: str = "") -> list[Path]:
+    return write_results(build_results(collector, catalogue, root=root, benchmarks=benchmarks, markexpr=markexpr),
+                         report_dir)

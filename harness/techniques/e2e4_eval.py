@@ -11,6 +11,7 @@ import numpy as np
 
 from harness.metrics.text import answer_match, exact_match, token_f1
 from harness.stats import mcnemar, paired_difference
+from harness.stats.effect import paired_effect
 
 _ABSTAIN = re.compile(r"\b(i don'?t know|do not know|not (?:sure|enough information|in the context|mentioned|provided)|"
                       r"no information|cannot (?:answer|find|determine)|insufficient)\b", re.IGNORECASE)
@@ -82,4 +83,6 @@ def compare(candidate: list[dict[str, Any]], baseline: list[dict[str, Any]]) -> 
     rc = paired_difference([c for c, _ in rec], [x for _, x in rec], seed=1) if rec else None
     return {"n": len(pairs), "accuracy_delta": acc.mean, "accuracy_ci": list(acc.ci),
             "mcnemar_p": mcnemar(cand_ok, base_ok).p_value,
-            "context_recall_delta": rc.mean if rc else float("nan"), "context_recall_ci": list(rc.ci) if rc else None}
+            "accuracy_effect": paired_effect(cand_ok.astype(float), base_ok.astype(float), binary=True, seed=1),
+            "context_recall_delta": rc.mean if rc else float("nan"), "context_recall_ci": list(rc.ci) if rc else None,
+            "context_recall_effect": paired_effect([c for c, _ in rec], [x for _, x in rec], seed=1)}

@@ -37,6 +37,12 @@ class AccuracyComparison:
     def delta(self) -> float:
         return float(self.candidate.mean() - self.baseline.mean())
 
+    def effect(self, seed: int = 1):
+        """The paired accuracy difference with its interval and McNemar mid-p (the verdict's input)."""
+        from harness.stats.effect import paired_effect
+
+        return paired_effect(self.candidate.astype(float), self.baseline.astype(float), binary=True, seed=seed)
+
     def context(self) -> dict:
         diff = paired_difference(self.candidate, self.baseline, seed=1)
         mc = mcnemar(self.candidate.astype(bool), self.baseline.astype(bool))

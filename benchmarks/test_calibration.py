@@ -1,0 +1,110 @@
+"""Calibration of the harness's tests and intervals on real topics (issue #14): the per-topic nDCG@10 of
+the harness's own dense, BM25 and hybrid runs on Cranfield's 225 topics are the population; the simulations
+(`harness.stats.calibration`) are seeded and vectorised. `pytest -m benchmark -k calib` runs this module."""
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+import pytest
+
+from harness import provenance
+from harness.metrics import evaluate
+from harness.stats import calibration as calib
+from harness.stats.effect import VERDICT_INTERVAL
+
+pytestmark = pytest.mark.benchmark
+SEED = 14
+PAIRS = (("dense", "bm25"), ("dense", "hybrid"), ("bm25", "hybrid"))
+TESTS = {"T": "t", "PERMUTATION": "permutation", "WILCOXON": "wilcoxon", "MCNEMAR": "mcnemar"}
+
+
+@pytest.fixture(scope="module")
+def topic_scores(beir_dataset, embedder, harness_config):
+    """Per-topic nDCG@10 of the three real runs, aligned on the judged topics."""
+    from harness.fixtures import persistent_index
+    from harness.retrieval import Retriever
+
+    ds = beir_dataset("cranfield")
+    store = persistent_index(ds, embedder, harness_config)
+    queries = sorted(ds.judged_queries().values(), key=lambda q: q.id)
+    out = {}
+    for mode in ("dense", "bm25", "hybrid"):
+        hits = Retriever(store, embedder, mode).retrieve_many([q.text for q in queries], 10)
+        run = {q.id: {h.id: h.score for h in hs} for q, hs in zip(queries, hits)}
+        out[mode] = evaluate({q.id: ds.qrels[q.id] for q in queries}, run, ["nDCG@10"])["nDCG@10"]
+    provenance.note_seed("calibration", SEED)
+    return out
+
+
+def _ctx(scores, **kw):
+    """Context of every calibration figure (the report's calibration section selects kind='calibration')."""
+    return {"kind": "calibration", "dataset": "cranfield", "topics": len(scores["dense"]),
+            "runs": "dense (all-MiniLM-L6-v2), bm25, hybrid RRF", "seed": SEED, **kw}
+
+
+@pytest.fixture(scope="module")
+def type1(topic_scores):
+    """{n: [per-pair Type1Result]} over 3,000 A/A comparisons per pair of runs."""
+    return {n: [calib.type1_rates(topic_scores[x], topic_scores[y], n=n, sims=3000, seed=SEED + i)
+                for i, (x, y) in enumerate(PAIRS)] for n in (30, 225)}
+
+
+TYPE1_IDS = [f"CALIB-TYPE1-{t}-N{n}" for t in TESTS for n in (30, 225)]
+
+
+@pytest.mark.spec(*TYPE1_IDS)
+def test_type1_error(spec, type1, topic_scores, check, measure):
+    test, n = spec.id.split("-")[2], int(spec.id.rsplit("-N", 1)[1])
+    pooled = {t: float(np.mean([r.rates[t] for r in type1[n]])) for t in calib.TYPE1_TESTS}
+    if test == "T":  # one test per n records every test's figures, the ones no verdict uses included
+        for (x, y), r in zip(PAIRS, type1[n]):
+            for t, rate in r.rates.items():
+                measure(f"type1:{t}:n={n}:{x}-vs-{y}", rate, **_ctx(topic_scores, sims=r.sims, alpha=r.alpha))
+        for t, rate in pooled.items():
+            measure(f"type1:{t}:n={n}", rate, **_ctx(topic_scores, sims=3 * 3000, alpha=0.05, band=[0.035, 0.065],
+                                                     in_band=0.035 <= rate <= 0.065,
+                                                     used_for_verdicts=t in TESTS.values()
+                                                     or t == f"bootstrap-{VERDICT_INTERVAL['difference']}"))
+    check(spec.id, pooled[TESTS[test]], **_ctx(topic_scores, n=3 * 3000, sample_topics=n, test=TESTS[test],
+                                               all_tests=pooled))
+
+
+def _coverage(topic_scores, n, relative):
+    res = []
+    for i, (x, y) in enumerate(PAIRS):
+        a, b = topic_scores[x], topic_scores[y]
+        if relative and a.mean() < b.mean():  # the relative effect of the better run over the worse
+            a, b = b, a
+        res.append(calib.coverage(a, b, n=n, relative=relative, sims=2000, seed=SEED + i))
+    return res
+
+
+@pytest.mark.spec("CALIB-CI-COVERAGE-N30", "CALIB-CI-COVERAGE-N225", "CALIB-CI-COVERAGE-RELATIVE-N30",
+                  "CALIB-CI-COVERAGE-RELATIVE-N225")
+def test_ci_coverage(spec, topic_scores, check, measure):
+    relative, n = "RELATIVE" in spec.id, int(spec.id.rsplit("-N", 1)[1])
+    kind = "relative" if relative else "difference"
+    res = _coverage(topic_scores, n, relative)
+    pooled = {m: float(np.mean([r.coverage[m] for r in res])) for m in calib.INTERVALS}
+    for m, v in pooled.items():
+        measure(f"coverage:{kind}:{m}:n={n}", v, **_ctx(topic_scores, sims=3 * 2000, band=[0.93, 0.97],
+                                                        mean_width=float(np.mean([r.mean_width[m] for r in res])),
+                                                        used_for_verdicts=m == VERDICT_INTERVAL[kind]))
+    check(spec.id, pooled[VERDICT_INTERVAL[kind]], **_ctx(topic_scores, n=3 * 2000, sample_topics=n,
+                                                          interval=VERDICT_INTERVAL[kind], all_intervals=pooled,
+                                                          truths=[r.truth for r in res]))
+
+
+@pytest.mark.spec("CALIB-POWER-PREDICTION")
+def test_power_prediction(topic_scores, check, measure):
+    results = [calib.power_at_prediction(topic_scores[x], topic_scores[y], effect, sims=1000, seed=SEED + i)
+               for i, ((x, y), effect) in enumerate(itertools.product(PAIRS, (0.02, 0.05, 0.10)))]
+    for (x, y), r in zip([p for p in PAIRS for _ in range(3)], results):
+        measure(f"power:+{r.effect:g}:{x}-vs-{y}", r.measured_power,
+                **_ctx(topic_scores, predicted_n=r.predicted_n, predicted_power=r.predicted_power, sd=r.sd,
+                       share=r.share, sims=r.sims))
+    worst = max(abs(r.measured_power - r.predicted_power) for r in results)
+    check("CALIB-POWER-PREDICTION", worst, **_ctx(topic_scores, n=len(results) * 1000,
+                                                  measured=[r.measured_power for r in results],
+                                                  predicted_n=[r.predicted_n for r in results]))

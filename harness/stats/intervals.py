@@ -1,0 +1,116 @@
+"""Confidence intervals of a mean (or of a paired effect's linearised per-query values).
+
+Three methods, chosen for verdicts by the calibration on real topics (`harness.stats.calibration`,
+`benchmarks/test_calibration.py`; Urbano, Lima & Hanjalic, SIGIR 2019):
+
+- `t_interval`: Student-t, mean ± t_{1-α/2, n-1}·sd/√n;
+- `percentile_interval`: percentile bootstrap of the mean (Efron & Tibshirani 1993, §13.3);
+- `bca_interval`: bias-corrected and accelerated bootstrap (Efron 1987; Efron & Tibshirani 1993, §14.3),
+  acceleration from the jackknife;
+- `wilson_interval`: the Wilson score interval of a binomial proportion (Wilson 1927), for one-sample rates.
+
+All return (low, high); degenerate inputs give an honest answer: n = 0 → (nan, nan), n = 1 → (-inf, inf)
+for the t interval (no spread can be estimated), all-equal values → (mean, mean).
+"""
+from __future__ import annotations
+
+from typing import Sequence
+
+import numpy as np
+from scipy import stats as _st
+
+Interval = tuple[float, float]
+
+
+def _values(x: Sequence[float]) -> np.ndarray:
+    a = np.asarray(x, dtype=np.float64)
+    if a.ndim != 1:
+        raise ValueError(f"expected a 1-D array of values, got shape {a.shape}")
+    return a
+
+
+def t_interval(values: Sequence[float], *, confidence: float = 0.95) -> Interval:
+    """Student-t interval of the mean."""
+    x = _values(values)
+    n = len(x)
+    if n == 0:
+        return (float("nan"), float("nan"))
+    if n == 1:
+        return (float("-inf"), float("inf"))
+    if np.ptp(x) == 0:  # no spread (mean() would round 0.2 * 3 / 3 to 0.19999999999999996)
+        return (float(x[0]), float(x[0]))
+    m = float(x.mean())
+    sd = float(x.std(ddof=1))
+    half = float(_st.t.ppf(0.5 + confidence / 2, n - 1)) * sd / np.sqrt(n)
+    return (m - half, m + half)
+
+
+def bootstrap_means(values: Sequence[float], *, n_resamples: int = 10_000, seed: int = 0) -> np.ndarray:
+    """Means of `n_resamples` bootstrap resamples (multinomial weights; memory O(n_resamples · n))."""
+    x = _values(values)
+    rng = np.random.default_rng(seed)
+    w = rng.multinomial(len(x), np.full(len(x), 1.0 / len(x)), size=n_resamples)
+    return (w @ x) / len(x)
+
+
+def percentile_interval(values: Sequence[float], *, confidence: float = 0.95, n_resamples: int = 10_000,
+                        seed: int = 0) -> Interval:
+    """Percentile bootstrap interval of the mean."""
+    x = _values(values)
+    if len(x) == 0:
+        return (float("nan"), float("nan"))
+    means = bootstrap_means(x, n_resamples=n_resamples, seed=seed)
+    a = (1 - confidence) / 2
+    return (float(np.quantile(means, a)), float(np.quantile(means, 1 - a)))
+
+
+def bca_from_replicates(theta_hat: float, replicates: np.ndarray, jackknife: np.ndarray, *,
+                        confidence: float = 0.95) -> Interval:
+    """BCa interval from a statistic's bootstrap replicates and its leave-one-out (jackknife) values."""
+    reps = np.asarray(replicates, dtype=np.float64)
+    reps = reps[np.isfinite(reps)]
+    if len(reps) == 0 or not np.isfinite(theta_hat):
+        return (float("nan"), float("nan"))
+    if np.all(reps == reps[0]):
+        return (float(reps[0]), float(reps[0]))
+    prop = (np.sum(reps < theta_hat) + 0.5 * np.sum(reps == theta_hat)) / len(reps)
+    prop = min(max(prop, 1.0 / (len(reps) + 1)), 1 - 1.0 / (len(reps) + 1))
+    z0 = _st.norm.ppf(prop)
+    jk = np.asarray(jackknife, dtype=np.float64)
+    dev = jk.mean() - jk
+    denom = 6.0 * (np.sum(dev**2) ** 1.5)
+    acc = float(np.sum(dev**3) / denom) if denom > 0 else 0.0
+    out = []
+    for q in ((1 - confidence) / 2, (1 + confidence) / 2):
+        zq = _st.norm.ppf(q)
+        adj = _st.norm.cdf(z0 + (z0 + zq) / (1 - acc * (z0 + zq)))
+        out.append(float(np.quantile(reps, adj)))
+    return (out[0], out[1])
+
+
+def bca_interval(values: Sequence[float], *, confidence: float = 0.95, n_resamples: int = 10_000,
+                 seed: int = 0) -> Interval:
+    """BCa bootstrap interval of the mean."""
+    x = _values(values)
+    n = len(x)
+    if n == 0:
+        return (float("nan"), float("nan"))
+    if n == 1:
+        return (float("-inf"), float("inf"))
+    means = bootstrap_means(x, n_resamples=n_resamples, seed=seed)
+    jack = (x.sum() - x) / (n - 1)
+    return bca_from_replicates(float(x.mean()), means, jack, confidence=confidence)
+
+
+def wilson_interval(successes: int, n: int, *, confidence: float = 0.95) -> Interval:
+    """Wilson score interval of a proportion successes / n."""
+    if n <= 0:
+        return (float("nan"), float("nan"))
+    z = float(_st.norm.ppf(0.5 + confidence / 2))
+    p = successes / n
+    centre = (p + z * z / (2 * n)) / (1 + z * z / n)
+    half = z * np.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / (1 + z * z / n)
+    return (float(max(0.0, centre - half)), float(min(1.0, centre + half)))
+
+
+METHODS = {"t": t_interval, "percentile": percentile_interval, "bca": bca_interval}

@@ -1,0 +1,143 @@
+"""Three-valued verdicts for comparative claims, the queries still needed to decide one, and the MDE.
+
+A claim `effect <comparator> threshold` (comparator >=, >, <= or <) is decided by its declared rule:
+
+- `ci`: **supported** when the whole confidence interval satisfies the claim, **refuted** when the whole
+  interval violates it, **inconclusive** otherwise;
+- `test`: **supported** when the named test is significant at α (Holm-adjusted over the run's comparative
+  claims when the report decides) *and* the estimate satisfies the claim; **refuted** when the whole interval
+  violates it; **inconclusive** otherwise (e.g. RET-GATE-1: McNemar p < 0.15 and ≥ +4 points);
+- `estimate`: the point value against the threshold (pass / fail), for deterministic values.
+
+A claim whose threshold lies outside what the metric can still reach over the baseline (`Effect.attainable`)
+cannot be tested on that data: it reads inconclusive with `untestable`, never refuted.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass
+from typing import Any
+
+from scipy import stats as _st
+
+from harness.stats.effect import Effect
+
+RULES = ("ci", "test", "estimate")
+TESTS = ("t", "permutation", "wilcoxon", "mcnemar")
+DIRECTIONAL = (">=", ">", "<=", "<")
+VERDICTS = ("supported", "refuted", "inconclusive")
+_CAP = 10**9
+
+
+@dataclass(frozen=True)
+class Decision:
+    """How a spec's verdict is decided (the catalogue's `decision` field)."""
+
+    rule: str = "estimate"
+    test: str | None = None
+    alpha: float = 0.05
+    confidence: float = 0.95
+
+    @property
+    def comparative(self) -> bool:
+        return self.rule != "estimate"
+
+    def describe(self) -> str:
+        if self.rule == "ci":
+            return f"{self.confidence:.0%} CI vs threshold"
+        if self.rule == "test":
+            return f"{self.test} p < {self.alpha:g} (Holm) and estimate vs threshold"
+        return "point estimate vs threshold"
+
+
+@dataclass(frozen=True)
+class Verdict:
+    verdict: str
+    reason: str
+    queries_needed: float | None = None
+    mde: float | None = None
+    untestable: bool = False
+
+    def as_context(self) -> dict[str, Any]:
+        """JSON-safe: an infinite number of queries needed (estimate exactly at the threshold) reads 'never'."""
+        d = asdict(self)
+        if isinstance(self.queries_needed, float) and math.isinf(self.queries_needed):
+            d["queries_needed"] = "never"
+        return d
+
+
+def _satisfies(x: float, comparator: str, threshold: float) -> bool:
+    return {">=": x >= threshold, ">": x > threshold, "<=": x <= threshold, "<": x < threshold}[comparator]
+
+
+def queries_needed(sd: float, margin: float, *, confidence: float = 0.95) -> float | None:
+    """Smallest n at which a Student-t interval's half-width t_{(1+c)/2, n-1}·sd/√n falls below `margin`
+    (|estimate − threshold|). None when sd is unknown; inf when the margin is 0 (never decidable)."""
+    if sd is None or not math.isfinite(sd) or not math.isfinite(margin):
+        return None
+    if margin <= 0:
+        return float("inf")
+    if sd == 0:
+        return 2.0
+    q = 0.5 + confidence / 2
+    n = max(2, math.ceil((_st.norm.ppf(q) * sd / margin) ** 2))
+    if n > _CAP:
+        return float("inf")
+    while _st.t.ppf(q, n - 1) * sd / math.sqrt(n) >= margin:
+        n += 1
+    return float(n)
+
+
+def minimum_detectable_effect(sd: float, n: int, *, confidence: float = 0.95, power: float = 0.8) -> float:
+    """Smallest true distance from the threshold that the CI rule decides with probability `power` at n:
+    (t_{(1+c)/2, n-1} + t_{power, n-1})·sd/√n (the interval must clear the threshold on one side)."""
+    if n < 2 or sd is None or not math.isfinite(sd):
+        return float("inf")
+    return float((_st.t.ppf(0.5 + confidence / 2, n - 1) + _st.t.ppf(power, n - 1)) * sd / math.sqrt(n))
+
+
+def decide(effect: Effect, comparator: str, threshold: float, decision: Decision, *,
+           p_value: float | None = None) -> Verdict:
+    """The verdict of `effect comparator threshold` under `decision` (`p_value`: the Holm-adjusted p where
+    the caller has it; else the effect's own p of the decision's test)."""
+    if comparator not in DIRECTIONAL:
+        raise ValueError(f"comparator {comparator!r} cannot be decided by a CI or test; use one of {DIRECTIONAL}")
+    est, (lo, hi) = effect.estimate, effect.ci
+    conf = decision.confidence
+    margin = abs(est - threshold) if math.isfinite(est) else float("nan")
+    needed = queries_needed(effect.sd, margin, confidence=conf)
+    mde = minimum_detectable_effect(effect.sd, effect.n, confidence=conf)
+
+    def out(verdict: str, reason: str, untestable: bool = False) -> Verdict:
+        return Verdict(verdict, reason, None if verdict != "inconclusive" else needed, mde, untestable)
+
+    if effect.n == 0:
+        return Verdict("inconclusive", "no paired observations", None, float("inf"))
+    if not math.isfinite(est):
+        return Verdict("inconclusive", f"estimate is {est} (relative effect over a baseline mean of 0)", None, mde)
+    greater = comparator in (">=", ">")
+    if effect.attainable is not None:
+        reach = effect.attainable[1] if greater else effect.attainable[0]
+        if not _satisfies(reach, comparator, threshold):
+            return out("inconclusive", f"untestable on this data: the metric can change by at most {reach:+.4g} "
+                                       f"over the baseline, the claim needs {comparator} {threshold:g}", True)
+    if math.isnan(lo) or math.isnan(hi):
+        return out("inconclusive", "interval undefined")
+    if not _satisfies(lo, comparator, threshold) and not _satisfies(hi, comparator, threshold):
+        return out("refuted", f"the whole {conf:.0%} CI [{lo:.4g}, {hi:.4g}] violates {comparator} {threshold:g}")
+    if decision.rule == "ci":
+        if _satisfies(lo, comparator, threshold) and _satisfies(hi, comparator, threshold):
+            return out("supported", f"the whole {conf:.0%} CI [{lo:.4g}, {hi:.4g}] satisfies {comparator} {threshold:g}")
+        return out("inconclusive", f"the {conf:.0%} CI [{lo:.4g}, {hi:.4g}] straddles {threshold:g}")
+    if decision.rule == "test":
+        p = p_value if p_value is not None else effect.p_values.get(decision.test or "")
+        if p is None or math.isnan(p):
+            return out("inconclusive", f"no {decision.test} p-value")
+        if p < decision.alpha and _satisfies(est, comparator, threshold):
+            return out("supported", f"{decision.test} p = {p:.3g} < {decision.alpha:g} and estimate {est:.4g} "
+                                    f"{comparator} {threshold:g}")
+        why = f"{decision.test} p = {p:.3g}" + (f" ≥ {decision.alpha:g}" if p >= decision.alpha else "")
+        if not _satisfies(est, comparator, threshold):
+            why += f"; estimate {est:.4g} not {comparator} {threshold:g}"
+        return out("inconclusive", why)
+    raise ValueError(f"decision rule {decision.rule!r} does not give a three-valued verdict")

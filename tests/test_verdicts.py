@@ -1,0 +1,213 @@
+"""Three-valued verdicts, intervals, effects and the calibration simulations, against hand-computed values
+and independent libraries (scipy, statsmodels), including the degenerate cases."""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+from scipy import stats as st
+
+from harness.stats import calibration as calib
+from harness.stats.effect import Effect, mcnemar_midp, paired_effect, paired_t_pvalue, proportion_effect
+from harness.stats.intervals import bca_interval, percentile_interval, t_interval, wilson_interval
+from harness.stats.verdict import Decision, decide, minimum_detectable_effect, queries_needed
+
+pytestmark = pytest.mark.unit
+CI = Decision("ci")
+MCNEMAR = Decision("test", "mcnemar", 0.15)
+
+
+def effect(est, lo, hi, *, n=30, sd=0.2, p=None, attainable=None, kind="difference"):
+    return Effect(kind, est, (lo, hi), n, sd, p_values={"mcnemar": p} if p is not None else {},
+                  primary_test="mcnemar" if p is not None else None, attainable=attainable)
+
+
+# ---------------------------------------------------------------- intervals
+def test_t_interval_hand_computed_and_scipy():
+    lo, hi = t_interval([1, 2, 3, 4])
+    # mean 2.5, sd 1.290994, t(0.975, 3) = 3.182446 -> half 2.054260
+    assert (lo, hi) == pytest.approx((0.445740, 4.554260), abs=1e-6)
+    x = np.random.default_rng(3).normal(size=25)
+    ref = st.t.interval(0.95, len(x) - 1, loc=x.mean(), scale=st.sem(x))
+    assert t_interval(x) == pytest.approx(ref, abs=1e-12)
+
+
+def test_interval_degenerate_cases():
+    assert all(math.isnan(v) for v in t_interval([]))
+    assert t_interval([0.3]) == (float("-inf"), float("inf"))
+    assert t_interval([0.2, 0.2, 0.2]) == (0.2, 0.2)
+    assert bca_interval([0.0, 0.0, 0.0]) == (0.0, 0.0)
+
+
+def test_wilson_hand_computed_and_statsmodels():
+    from statsmodels.stats.proportion import proportion_confint
+
+    assert wilson_interval(0, 35) == pytest.approx((0.0, 0.098901), abs=1e-6)  # centre = half = 0.0494505
+    for k, n in ((0, 35), (7, 10), (29, 30), (15, 30)):
+        assert wilson_interval(k, n) == pytest.approx(proportion_confint(k, n, method="wilson"), abs=1e-12)
+
+
+def test_bootstrap_intervals_bracket_the_mean_and_match_scipy_bca():
+    x = np.random.default_rng(5).exponential(size=40)
+    lo, hi = percentile_interval(x, seed=1)
+    assert lo < x.mean() < hi
+    ref = st.bootstrap((x,), np.mean, method="BCa", n_resamples=20_000, random_state=2).confidence_interval
+    lo, hi = bca_interval(x, n_resamples=20_000, seed=1)
+    assert lo == pytest.approx(ref.low, abs=0.03) and hi == pytest.approx(ref.high, abs=0.03)
+
+
+# ---------------------------------------------------------------- tests and effects
+def test_mcnemar_midp_hand_computed():
+    # b = 1 (baseline only right), c = 6 (candidate only right): 2*P(X<=1) - P(X=1), X ~ Bin(7, 1/2) = 9/128
+    cand = [True] * 6 + [False] + [True] * 5
+    base = [False] * 6 + [True] + [True] * 5
+    assert mcnemar_midp(cand, base) == pytest.approx(9 / 128)
+    assert mcnemar_midp([True, False], [True, False]) == 1.0
+
+
+def test_paired_t_pvalue_matches_scipy_and_degenerates():
+    rng = np.random.default_rng(9)
+    a, b = rng.random(30), rng.random(30)
+    assert paired_t_pvalue(a - b) == pytest.approx(st.ttest_rel(a, b).pvalue, abs=1e-12)
+    assert paired_t_pvalue(np.zeros(5)) == 1.0
+    assert paired_t_pvalue(np.full(5, 0.1)) == 0.0
+
+
+def test_paired_effect_counts_ties_and_headroom():
+    cand = [0.5, 0.5, 0.9, 0.1, 1.0]
+    base = [0.5, 0.4, 0.9, 0.3, 0.8]
+    e = paired_effect(cand, base)
+    assert (e.improved, e.unchanged, e.degraded) == (2, 2, 1)
+    assert e.estimate == pytest.approx(0.02)  # differences 0, .1, 0, -.2, .2
+    assert e.attainable == pytest.approx((0.0 - 0.58, 1.0 - 0.58))
+    assert e.ci == pytest.approx(t_interval(np.subtract(cand, base)))
+
+
+def test_relative_effect_delta_method_hand_computed():
+    e = paired_effect([1.0, 2.0], [1.0, 1.0], relative=True, bounds=None)
+    # est = 1.5/1 - 1 = 0.5; psi = a - 1.5 b = [-0.5, 0.5]; sd = 0.70711; half = t(0.975, 1) * 0.70711 / sqrt 2
+    half = st.t.ppf(0.975, 1) * math.sqrt(0.5) / math.sqrt(2)
+    assert e.estimate == pytest.approx(0.5) and e.ci == pytest.approx((0.5 - half, 0.5 + half))
+
+
+def test_relative_effect_over_a_zero_baseline_is_infinite_and_inconclusive():
+    e = paired_effect([0.2, 0.0, 0.1], [0.0, 0.0, 0.0], relative=True)
+    assert e.estimate == float("inf")
+    v = decide(e, ">=", 0.05, CI)
+    assert v.verdict == "inconclusive" and "baseline mean of 0" in v.reason
+
+
+def test_proportion_effect():
+    e = proportion_effect([True] * 3 + [False] * 7)
+    assert e.estimate == 0.3 and e.ci == pytest.approx(wilson_interval(3, 10)) and e.sd == pytest.approx(math.sqrt(0.21))
+
+
+# ---------------------------------------------------------------- decision rules
+@pytest.mark.parametrize("ci, expected", [
+    ((0.06, 0.20), "supported"),
+    ((-0.20, 0.04), "refuted"),
+    ((0.01, 0.12), "inconclusive"),
+    ((0.05, 0.12), "supported"),   # >= : the bound itself satisfies the claim
+])
+def test_ci_rule_greater_or_equal(ci, expected):
+    assert decide(effect(sum(ci) / 2, *ci), ">=", 0.05, CI).verdict == expected
+
+
+@pytest.mark.parametrize("ci, expected", [
+    ((0.0, 0.12), "inconclusive"),  # > : a bound equal to the threshold does not satisfy it
+    ((-0.2, 0.0), "refuted"),       # ... and the whole interval at or below 0 violates it
+    ((0.001, 0.12), "supported"),
+])
+def test_ci_rule_strictly_greater(ci, expected):
+    assert decide(effect(sum(ci) / 2, *ci), ">", 0.0, CI).verdict == expected
+
+
+@pytest.mark.parametrize("ci, expected", [((1.1, 1.2), "supported"), ((1.35, 1.5), "refuted"), ((1.2, 1.4), "inconclusive")])
+def test_ci_rule_less_than(ci, expected):
+    assert decide(effect(sum(ci) / 2, *ci), "<", 1.3, CI).verdict == expected
+
+
+@pytest.mark.parametrize("est, ci, p, adjusted, expected", [
+    (0.05, (-0.02, 0.12), 0.10, None, "supported"),       # p < 0.15 and +5 >= +4 points
+    (0.03, (-0.02, 0.08), 0.10, None, "inconclusive"),    # significant but under +4 points
+    (0.06, (-0.02, 0.14), 0.20, None, "inconclusive"),    # +6 points but p >= 0.15
+    (0.05, (-0.02, 0.12), 0.10, 0.30, "inconclusive"),    # Holm-adjusted p decides
+    (-0.10, (-0.2, 0.0), 0.01, None, "refuted"),          # significant the wrong way: the CI refutes
+])
+def test_test_rule_mcnemar_gate(est, ci, p, adjusted, expected):
+    v = decide(effect(est, *ci, p=p), ">=", 0.04, MCNEMAR, p_value=adjusted)
+    assert v.verdict == expected
+
+
+def test_claim_beyond_the_metrics_headroom_is_untestable_not_refuted():
+    # baseline recall 0.95: at most +5.3% relative is attainable; the claim needs +10%
+    e = effect(-0.01, -0.03, 0.01, attainable=(-1.0, 1 / 0.95 - 1), kind="relative")
+    v = decide(e, ">=", 0.10, CI)
+    assert v.verdict == "inconclusive" and v.untestable and "untestable" in v.reason
+
+
+def test_all_zero_differences():
+    e = paired_effect(np.full(30, 0.4), np.full(30, 0.4))
+    assert e.ci == (0.0, 0.0) and (e.improved, e.unchanged, e.degraded) == (0, 30, 0)
+    assert decide(e, ">=", 0.05, CI).verdict == "refuted"
+    assert decide(e, ">=", 0.0, CI).verdict == "supported"
+    assert e.p_values["t"] == 1.0 and e.p_values["wilcoxon"] == 1.0
+
+
+def test_single_query_is_inconclusive_and_cannot_extrapolate():
+    v = decide(paired_effect([0.7], [0.2]), ">=", 0.05, CI)
+    assert v.verdict == "inconclusive" and v.queries_needed is None and v.mde == float("inf")
+
+
+def test_no_queries_is_inconclusive():
+    assert decide(paired_effect([], []), ">=", 0.05, CI).verdict == "inconclusive"
+
+
+def test_non_directional_comparator_is_rejected():
+    with pytest.raises(ValueError, match="cannot be decided"):
+        decide(effect(0.1, 0.0, 0.2), "==", 0.1, CI)
+
+
+# ---------------------------------------------------------------- queries needed and MDE
+def test_queries_needed_hand_computed():
+    # t(0.975, 17)/sqrt(18) = 0.4973 < 0.5 <= t(0.975, 16)/sqrt(17) = 0.5142
+    assert queries_needed(1.0, 0.5) == 18
+    assert queries_needed(1.0, 0.0) == float("inf")
+    assert queries_needed(float("nan"), 0.5) is None
+
+
+def test_inconclusive_verdict_reports_queries_needed_that_would_decide():
+    base = np.full(30, 0.5)
+    cand = base + np.tile([0.25, -0.2], 15)  # mean +0.025, sd 0.2288: the CI straddles 0 at n = 30
+    e = paired_effect(cand, base, bounds=None)
+    v = decide(e, ">", 0.0, CI)
+    assert v.verdict == "inconclusive"
+    n = int(v.queries_needed)
+    half = st.t.ppf(0.975, n - 1) * e.sd / math.sqrt(n)
+    assert half < abs(e.estimate) <= st.t.ppf(0.975, n - 2) * e.sd / math.sqrt(n - 1)
+
+
+def test_mde_hand_computed():
+    # (t(0.975, 29) + t(0.8, 29)) / sqrt(30) = (2.045230 + 0.854192) / 5.477226
+    assert minimum_detectable_effect(1.0, 30) == pytest.approx(0.529360, abs=1e-5)
+    assert minimum_detectable_effect(1.0, 1) == float("inf")
+
+
+# ---------------------------------------------------------------- calibration simulations (small, seeded)
+def test_calibration_type1_under_the_null_and_power_against_an_effect():
+    rng = np.random.default_rng(1)
+    a, b = rng.beta(1, 2, 225), rng.beta(1, 2, 225)
+    res = calib.type1_rates(a, b, n=30, sims=400, n_perm=500, n_boot=500, seed=2)
+    assert all(0.0 <= r <= 0.15 for r in res.rates.values())
+    # a real difference rejects far more often than alpha: the tests can fail
+    res = calib.type1_rates(a + 0.15, b, n=30, sims=200, n_perm=200, n_boot=200, seed=2)
+    assert res.rates["t"] < 0.15  # swaps keep it null even with a shifted run (A/A by construction)
+    cov = calib.coverage(a + 0.1, b, n=30, sims=400, n_boot=400, seed=3)
+    assert cov.truth == pytest.approx(float(np.mean(a + 0.1 - b)))
+    assert all(0.85 <= c <= 1.0 for c in cov.coverage.values())
+
+
+def test_queries_for_power_inverts_the_mde():
+    n = calib.queries_for_power(0.3, 0.05)
+    assert minimum_detectable_effect(0.3, n) <= 0.05 < minimum_detectable_effect(0.3, n - 1)
