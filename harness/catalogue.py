@@ -13,7 +13,8 @@ from harness.stats.verdict import DIRECTIONAL, RULES, TESTS, Decision
 
 TIERS = ("unit", "integration", "benchmark")
 REQUIRED_KEYS = ("id", "title", "marker", "metric", "comparator", "threshold", "source")
-OPTIONAL_KEYS = ("expected", "note", "issue", "decision")
+OPTIONAL_KEYS = ("expected", "note", "issue", "decision", "control", "kind")
+KINDS = ("claim", "property")
 DECISION_KEYS = ("rule", "test", "alpha", "confidence")
 
 _COMPARATORS: dict[str, Callable[[Any, Any], bool]] = {
@@ -47,6 +48,8 @@ class Spec:
     note: str = ""
     issue: int | None = None
     decision: Decision = field(default_factory=Decision)
+    control: str = ""
+    kind: str = "claim"
     file: str = field(default="", compare=False)
 
     def holds(self, value: Any) -> bool:
@@ -121,6 +124,15 @@ def _validate_entry(entry: Any, path: Path, index: int) -> Spec:
         raise CatalogueError(f"{where}: field 'threshold' must be a list for comparator 'in'")
     if comp in (">=", ">", "<=", "<") and not isinstance(thr, (int, float)):
         raise CatalogueError(f"{where}: field 'threshold' must be a number for comparator {comp!r}")
+    kind = entry.get("kind", "claim")
+    if kind not in KINDS:
+        raise CatalogueError(f"{where}: field 'kind' is {kind!r}, expected one of {', '.join(KINDS)}")
+    if kind == "property" and not entry.get("note"):
+        raise CatalogueError(f"{where}: field 'note' must say why a 'property' spec cannot fail")
+    if kind == "property" and entry.get("control"):
+        raise CatalogueError(f"{where}: field 'control' is for claims; a 'property' cannot fail by definition")
+    if "control" in entry and not (isinstance(entry["control"], str) and entry["control"]):
+        raise CatalogueError(f"{where}: field 'control' must name a registered negative control")
     fields = {k: entry[k] for k in REQUIRED_KEYS + OPTIONAL_KEYS if k in entry}
     if "decision" in entry:
         fields["decision"] = _decision(entry["decision"], where, comp)

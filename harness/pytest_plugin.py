@@ -23,6 +23,8 @@ from harness.report.collector import Collector, jsonable
 PROP_SPECS = "harness_specs"
 PROP_RECORD = "harness_record"
 PROP_VERDICT = "harness_verdict"
+PROP_CONTROL = "harness_control"
+CONTROL_KEY = pytest.StashKey[dict]()
 
 
 class SpecCheckFailed(AssertionError):
@@ -55,6 +57,9 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                     help="bypass the on-disk LLM response cache.")
     group.addoption("--strict-verdicts", action="store_true", default=False,
                     help="an inconclusive comparative claim fails (default: it passes with a warning).")
+    group.addoption("--negative-controls", action="store_true", default=False,
+                    help="also run each spec's tests under its negative control (the broken variant named in the "
+                         "catalogue); the run fails if a check still passes under it or a claim has no control.")
     parser.addini("spec_files", type="linelist", default=[], help="spec catalogue files or directories.")
     parser.addini("harness_config", type="string", default="", help="wsop.yaml-style configuration file.")
     parser.addini("harness_require_tier", type="bool", default=False,
@@ -175,8 +180,68 @@ def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config
             )
 
 
+# ---------------------------------------------------------------- negative controls
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None):
+    """Under --negative-controls, run a spec-bound test first under its control (function-scoped fixtures fresh,
+    wider ones kept), so the outcome travels on the real run's reports (xdist ships them to the controller)."""
+    if item.config.getoption("negative_controls", False):
+        spec_ = _bound_spec(item)
+        if spec_ is not None:
+            item.user_properties.append((PROP_CONTROL, json.dumps(_run_under_control(item, spec_))))
+    return (yield)
+
+
+def _run_under_control(item: pytest.Item, spec_: Spec) -> dict[str, Any]:
+    from _pytest.runner import runtestprotocol
+
+    from harness.controls import get_control, restore_everywhere
+
+    out: dict[str, Any] = {"spec_id": spec_.id, "control": spec_.control or None, "nodeid": item.nodeid}
+    if spec_.kind == "property":
+        return {**out, "outcome": "property"}
+    if not spec_.control:
+        return {**out, "outcome": "missing"}
+    ctl = get_control(spec_.control)
+    state: dict[str, Any] = {"name": ctl.name, "exc": None, "records": []}
+    item.stash[CONTROL_KEY] = state
+    mp = pytest.MonkeyPatch()
+    try:
+        ctl.apply(mp)
+        # tear down to the item's parent: its function-scoped fixtures go, wider ones stay for the real run
+        reports = runtestprotocol(item, log=False, nextitem=item.parent)  # type: ignore[arg-type]
+    finally:
+        mp.undo()
+        restore_everywhere()
+        del item.stash[CONTROL_KEY]
+    failed = [r for r in reports if r.failed]
+    if any(r.skipped for r in reports) and not failed:
+        outcome = "skipped"
+    elif not failed:
+        outcome = "survived"
+    elif failed[0].when == "call" and state["exc"] == "assertion":
+        outcome = "killed"
+    else:
+        outcome = "crashed"
+    detail = "" if not failed else str(getattr(getattr(failed[0].longrepr, "reprcrash", None), "message", ""))[:300]
+    return {**out, "outcome": outcome, "breaks": ctl.breaks, "detail": detail,
+            "checks": [{"verdict": r["verdict"], "value": r.get("value")} for r in state["records"]]}
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):
+    state = item.stash.get(CONTROL_KEY, None)
+    if state is not None and call.when == "call" and call.excinfo is not None:
+        state["exc"] = "assertion" if call.excinfo.errisinstance(AssertionError) else call.excinfo.typename
+    return (yield)
+
+
 # ---------------------------------------------------------------- check and measure
 def _record(request: pytest.FixtureRequest, record: dict[str, Any]) -> None:
+    state = request.node.stash.get(CONTROL_KEY, None)
+    if state is not None:  # a run under a negative control records nothing for the report
+        state["records"].append(jsonable(record))
+        return
     request.node.user_properties.append((PROP_RECORD, json.dumps(jsonable(record), sort_keys=True)))
 
 
@@ -225,8 +290,8 @@ def check(request: pytest.FixtureRequest) -> Callable[..., Any]:
         record["context"] = context
         _record(request, record)
         verdict = record["verdict"]
-        request.node.user_properties.append(
-            (PROP_VERDICT, f"{s.id}|{context.get('dataset') or ''}|{verdict}"))
+        if CONTROL_KEY not in request.node.stash:
+            request.node.user_properties.append((PROP_VERDICT, f"{s.id}|{context.get('dataset') or ''}|{verdict}"))
         if verdict in ("pass", "supported") or (verdict == "inconclusive" and not strict):
             return value
         shown_v = record["value"]
@@ -262,7 +327,7 @@ class _ReportHooks:
         self.config = config
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
-        self.config.stash[COLLECTOR_KEY].add_report(report, PROP_SPECS, PROP_RECORD)
+        self.config.stash[COLLECTOR_KEY].add_report(report, PROP_SPECS, PROP_RECORD, PROP_CONTROL)
 
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:
         from harness.report.terminal import inconclusive_lines, summary_lines
@@ -274,6 +339,12 @@ class _ReportHooks:
         if lines:
             terminalreporter.section("rag-harness")
             for line in lines:
+                terminalreporter.write_line(line)
+        if self.config.getoption("negative_controls"):
+            from harness.report.terminal import control_lines
+
+            terminalreporter.section("rag-harness: negative controls")
+            for line in control_lines(results["specs"]):
                 terminalreporter.write_line(line)
         warn = inconclusive_lines(results["specs"])
         if warn:
@@ -297,6 +368,9 @@ class _ReportHooks:
         self.config.stash[RESULTS_KEY] = results
         self.config._harness_report_paths = write_results(results, hc.harness.report_dir)  # type: ignore[attr-defined]
         if self.config.getoption("strict_verdicts") and any(r["verdict"] == "inconclusive" for r in results["specs"]):
+            session.exitstatus = pytest.ExitCode.TESTS_FAILED
+        if self.config.getoption("negative_controls") and any(
+                (r.get("control") or {}).get("outcome") in ("survived", "crashed", "missing") for r in results["specs"]):
             session.exitstatus = pytest.ExitCode.TESTS_FAILED
 
 

@@ -69,18 +69,6 @@ def test_zero_shot(scripted_llm, hashing_embedder, check):
 
 
 @pytest.mark.unit
-@pytest.mark.spec("HYDE-005")
-def test_planted_false_fact_does_not_reach_results_unit(unit_retriever, mini, check):
-    hyde = HyDE(LLMClient("scripted/unused"), unit_retriever.embedder)
-    false_fact = "zorblax"  # a token that exists in no document
-    doc = f"A wing stalls because the {false_fact} valve closes at high angle of attack."
-    res = hyde.expand(QUESTION, hypothetical_documents=[doc])
-    hits = unit_retriever.retrieve_vector(res.vector, 5)
-    carrying = sum(false_fact in h.text.lower() for h in hits)
-    assert hits and carrying == 0
-
-
-@pytest.mark.unit
 @pytest.mark.spec("HYDE-001")
 def test_cache_key_and_ttl(scripted_llm, hashing_embedder, tmp_path):
     from harness.llm.cache import ResponseCache

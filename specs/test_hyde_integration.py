@@ -27,14 +27,20 @@ def test_hyde_embedding_differs_from_query(query, recorded_llm, embedder, check)
     check("HYDE-002", cos, model=recorded_llm.label, query=query)
 
 
+# A false detail for each query that does occur in the corpus: the first sentence of an unrelated document,
+# so that a retrieval which followed the hypothetical document's details could surface that document.
+PLANTED = {QUERIES[0]: "retail-4", QUERIES[1]: "aero-3"}
+
+
 @pytest.mark.spec("HYDE-005")
 @pytest.mark.parametrize("query", QUERIES)
-def test_planted_false_fact_not_in_results(query, recorded_llm, real_retriever, check):
+def test_planted_false_fact_not_in_results(query, recorded_llm, real_retriever, mini, check):
     hyde = HyDE(recorded_llm, real_retriever.embedder)
     docs = hyde.generate(query)
     assert docs
-    planted = "the Quorvex-9 regulator invented in 1871"
-    res = hyde.expand(query, hypothetical_documents=[f"{docs[0]} This is governed by {planted}."])
-    hits = real_retriever.retrieve_vector(res.vector, 5)
-    carrying = sum("quorvex" in h.text.lower() for h in hits)
-    check("HYDE-005", carrying, model=recorded_llm.label, query=query, retrieved=[h.id for h in hits])
+    source = PLANTED[query]
+    planted = mini.corpus[source].text.split(". ")[0].rstrip(".") + "."
+    hits = hyde.retrieve(query, real_retriever, k=3, hypothetical_documents=[f"{docs[0]} {planted}"])
+    carrying = sum(h.id == source for h in hits)
+    check("HYDE-005", carrying, model=recorded_llm.label, query=query, planted=planted,
+          retrieved=[h.id for h in hits])

@@ -75,10 +75,13 @@ def test_policy_gradient_step_changes_parameters(check):
     pytest.importorskip("torch")
     rw = Seq2SeqRewriter.from_config(seed=0)
     reward = PPORewardFunction()
+    # one query rewarded as a hit, one as a miss: the advantages are +-0.5 whatever the samples say
     stats = rw.policy_gradient_step(["why does a wing stall", "return window for sale items"],
-                                    lambda q, t: reward.compute_reward(t, q, bool(set(t.split()) & set(q.split()))))
-    assert 0.0 <= stats["mean_reward"] <= 1.0
+                                    lambda q, t: reward.compute_reward(q, q, q.startswith("why")))
+    assert 0.0 <= stats["mean_reward"] <= 1.0 and stats["no_signal"] == 0.0
     check("QRW-005", stats["param_l2_change"], loss=stats["loss"])
+    flat = rw.policy_gradient_step(["a b", "c d"], lambda q, t: 0.5)
+    assert flat["no_signal"] == 1.0 and flat["param_l2_change"] == 0.0, "no learning signal, no step"
     assert isinstance(rw.rewrite("why does a wing stall"), str)
 
 
@@ -101,5 +104,5 @@ def test_web_search_with_real_embedder(mini_web_docs, embedder, tmp_path, check)
     web = LocalWebSearch(Retriever(store, embedder))
     hits = web.search("does a limited warranty cover accidental damage", num_results=3)
     valid = [h for h in hits if h.text.strip() and h.id.startswith("web-")]
-    assert hits[0].id == "web-3"
     check("QRW-006", len(valid), embedder=embedder.name)
+    assert hits[0].id == "web-3"

@@ -72,7 +72,18 @@ def test_every_source_has_a_credibility_tier(pipeline, complexity, conf, check):
     res = pipeline(conf=conf).search("does the warranty cover accidental damage", complexity)
     tiers = [s.metadata.get("credibility") for s in res.sources]
     assert res.sources and set(tiers) <= {"high", "medium", "low"}
-    check("WSOP-004", sum(t is not None for t in tiers) / len(tiers))
+    expected = [expected_tier(s.metadata) for s in res.sources]
+    check("WSOP-004", sum(t == e for t, e in zip(tiers, expected)) / len(tiers), tiers=tiers, expected=expected)
+
+
+def expected_tier(meta: dict) -> str:
+    """The protocol's rule, written out independently: the curated corpus and .gov/.edu are high, reference
+    domains (.org, wikipedia) medium, any other web domain low (the unit web backend is web.local: low)."""
+    if meta.get("source", "corpus") == "corpus":
+        return "high"
+    domain = meta.get("domain", "")
+    tld = domain.rsplit(".", 1)[-1]
+    return "high" if tld in ("gov", "edu", "int", "mil") else "medium" if tld == "org" else "low"
 
 
 def test_credibility_rules():
@@ -84,10 +95,13 @@ def test_credibility_rules():
 
 @pytest.mark.spec("WSOP-005")
 def test_answer_cites_sources(pipeline, check):
+    """The model's own answer must cite a numbered source inline (the list of sources is appended by the
+    pipeline, so it proves nothing by itself)."""
     res = pipeline().search("why does a wing stall", "moderate")
-    cited = all(f"[{i}]" in res.answer for i in range(1, len(res.sources) + 1)) and "Sources:" in res.answer
-    assert any(e["name"] == "inline_citations" and e["present"] for e in res.trace.events)
-    check("WSOP-005", cited)
+    listed = all(f"[{i}]" in res.answer.split("Sources:")[-1] for i in range(1, len(res.sources) + 1))
+    inline = next(e["present"] for e in res.trace.events if e["name"] == "inline_citations")
+    assert listed
+    check("WSOP-005", inline and listed)
 
 
 @pytest.mark.spec("WSOP-006")
@@ -112,10 +126,11 @@ def test_empty_index_degrades_gracefully(pipeline, hashing_embedder, tmp_path, c
 @pytest.mark.spec("WSOP-008")
 def test_fusion_applied_to_multi_query_results(pipeline, check):
     res = pipeline(conf=0.9).search(COMPLEX, "complex")
-    fusion = next(e for e in res.trace.events if e["name"] == "fusion")
+    fusion = next((e for e in res.trace.events if e["name"] == "fusion"), None)
     ranks = [s.metadata.get("rrf_ranks") for s in res.sources]
-    assert fusion["lists"] == 3 and all(r is not None and len(r) == 3 for r in ranks)
-    check("WSOP-008", True)
+    fused = fusion is not None and fusion["lists"] == 3 and bool(ranks) and all(
+        r is not None and len(r) == 3 and any(x is not None for x in r) for r in ranks)
+    check("WSOP-008", fused, lists=fusion and fusion["lists"], ranks=ranks)
 
 
 def test_classifier_routes_with_thresholds():

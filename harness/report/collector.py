@@ -37,14 +37,17 @@ def jsonable(obj: Any) -> Any:
 class Collector:
     records: list[dict[str, Any]] = field(default_factory=list)
     outcomes: dict[str, dict[str, Any]] = field(default_factory=dict)
+    controls: dict[str, dict[str, Any]] = field(default_factory=dict)
     _seen: set[tuple[str, str]] = field(default_factory=set)
 
-    def add_report(self, report: Any, prop_specs: str, prop_record: str) -> None:
+    def add_report(self, report: Any, prop_specs: str, prop_record: str, prop_control: str = "") -> None:
         nodeid = report.nodeid
         for name, value in report.user_properties:
             if name == prop_record and (nodeid, value) not in self._seen:
                 self._seen.add((nodeid, value))
                 self.records.append(json.loads(value))
+            elif prop_control and name == prop_control:
+                self.controls[nodeid] = json.loads(value)
         spec_ids = [v for n, v in report.user_properties if n == prop_specs]
         if not spec_ids:
             return
@@ -60,7 +63,7 @@ class Collector:
                     entry["message"] = _short_message(report)
 
     def has_content(self) -> bool:
-        return bool(self.records or self.outcomes)
+        return bool(self.records or self.outcomes or self.controls)
 
     def checks(self) -> list[dict[str, Any]]:
         return [r for r in self.records if r.get("kind") == "check"]

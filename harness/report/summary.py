@@ -19,7 +19,9 @@ from harness.report.collector import Collector
 from harness.stats.effect import Effect
 from harness.stats.verdict import decide
 
-VERDICT_ORDER = ("refuted", "fail", "error", "inconclusive", "supported", "pass", "xfail", "skipped", "not run")
+VERDICT_ORDER = ("refuted", "fail", "error", "inconclusive", "supported", "pass", "property", "xfail", "skipped",
+                 "not run")
+CONTROL_ORDER = ("killed", "crashed", "survived", "missing", "property", "skipped")
 _RANK = {v: i for i, v in enumerate(VERDICT_ORDER)}
 _EFFECT_FIELDS = set(Effect.__dataclass_fields__)
 
@@ -111,6 +113,9 @@ def spec_rows(collector: Collector, catalogue: Catalogue) -> list[dict[str, Any]
             outcomes.setdefault(out["spec_id"], []).append(out)
         else:
             supporting[out["spec_id"]] = supporting.get(out["spec_id"], 0) + 1
+    controls: dict[str, list[dict[str, Any]]] = {}
+    for c in collector.controls.values():
+        controls.setdefault(c["spec_id"], []).append(c)
     rows = []
     for spec in catalogue:
         cs = sorted((c for c in checks.get(spec.id, []) if c.get("test_tier") == spec.marker),
@@ -131,11 +136,24 @@ def spec_rows(collector: Collector, catalogue: Catalogue) -> list[dict[str, Any]
             "comparative": spec.comparative, "datasets": entries, "checks": len(cs),
             "tests": [o["nodeid"] for o in os_], "supporting_tests": supporting.get(spec.id, 0),
             "message": next((o["message"] for o in os_ if o["message"]), ""), "_outcomes": os_,
+            "kind": spec.kind, "control": _control_summary(spec, controls.get(spec.id, [])),
         })
     _holm(rows, catalogue)
     for row in rows:
         _finish(row, catalogue[row["id"]])
     return rows
+
+
+def _control_summary(spec: Spec, runs: list[dict[str, Any]]) -> dict[str, Any] | None:
+    """The spec's negative-control outcome over its tests: killed if any of them failed its check under the
+    control (the spec would have failed), else the most telling other outcome."""
+    if not runs:
+        return None
+    outcome = min((r["outcome"] for r in runs), key=lambda o: CONTROL_ORDER.index(o) if o in CONTROL_ORDER else 99)
+    first = next((r for r in runs if r["outcome"] == outcome), runs[0])
+    return {"name": spec.control or None, "outcome": outcome, "breaks": first.get("breaks"),
+            "detail": first.get("detail", ""), "tests": len(runs),
+            "killed_by": sorted(r["nodeid"] for r in runs if r["outcome"] == "killed")}
 
 
 def _finish(row: dict[str, Any], spec: Spec) -> None:
@@ -168,6 +186,8 @@ def _finish(row: dict[str, Any], spec: Spec) -> None:
     deciding = min(entries, key=lambda e: _RANK.get(e["verdict"], 99)) if entries else {}
     for e in entries:
         e.pop("_record", None)
+    if spec.kind == "property" and verdict == "pass":
+        verdict = "property"  # shown as such, never counted as a pass
     row.update(verdict=verdict, overall=overall)
     for k in ("value", "ci", "iqr", "n", "p_value", "p_holm", "mde", "queries_needed", "available", "untestable",
               "reason", "improved", "unchanged", "degraded", "model", "dataset", "interval"):

@@ -41,6 +41,7 @@ def build_results(collector: Collector, catalogue: Catalogue, *, root: Path,
         "checks": sorted(collector.checks(), key=key),
         "measures": sorted(collector.measures(), key=key),
         "tests": sorted(collector.outcomes.values(), key=lambda o: o["nodeid"]),
+        "controls": sorted(collector.controls.values(), key=lambda c: c["nodeid"]),
         "benchmarks": sorted(benchmarks or [], key=lambda b: b.get("fullname", "")),
     })
 

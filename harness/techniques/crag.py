@@ -57,6 +57,18 @@ def reranker_scorer(reranker) -> Scorer:
     return lambda query, texts: np.asarray(reranker.score(query, list(texts)), dtype=np.float64)
 
 
+def lexical_scorer(*, saturation: int = 3) -> Scorer:
+    """A weight-free relevance score: the number of the query's content words a text contains, divided by
+    `saturation` and capped at 1 (0.0 for none; 1.0 for `saturation` or more shared words)."""
+    from harness.techniques.parsing import content_words
+
+    def score(query: str, texts: Sequence[str]) -> np.ndarray:
+        q = content_words(query)
+        return np.asarray([min(1.0, len(q & content_words(t)) / saturation) for t in texts], dtype=np.float64)
+
+    return score
+
+
 def llm_judge_scorer(llm: LLMClient, *, max_doc_chars: int = 1500) -> Scorer:
     """Relevance from an LLM judge answering Yes/No: 1.0 for yes, 0.0 for no, 0.5 when unparseable."""
     template = load_prompts("crag")["judge"]["user"]

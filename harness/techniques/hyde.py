@@ -94,8 +94,10 @@ class HyDE:
         trace.event("hyde")
         return HydeResult((mean / norm if norm else mean).astype(np.float32), docs, False, trace)
 
-    def retrieve(self, query: str, retriever, k: int = 10, trace: Trace | None = None) -> list[Hit]:
+    def retrieve(self, query: str, retriever, k: int = 10, trace: Trace | None = None, *,
+                 hypothetical_documents: list[str] | None = None) -> list[Hit]:
+        """Hits for the HyDE vector (of `hypothetical_documents` when given, else of generated ones)."""
         trace = trace if trace is not None else Trace()
-        res = self.expand(query, trace)
+        res = self.expand(query, trace, hypothetical_documents=hypothetical_documents)
         with trace.stage("retrieve"):
             return retriever.retrieve_vector(res.vector, k, query=query)

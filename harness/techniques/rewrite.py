@@ -113,7 +113,8 @@ class Seq2SeqRewriter:
                              lr: float = 1e-3, max_new_tokens: int = 24) -> dict[str, float]:
         """Sample one rewrite per query, score it, and take one REINFORCE step with a mean baseline.
 
-        Returns the mean reward, the loss and the L2 norm of the parameter change.
+        Returns the mean reward, the loss and the L2 norm of the parameter change. When every advantage is 0
+        (all rewards equal) there is no learning signal: no step is taken and `no_signal` is 1.0.
         """
         import torch
 
@@ -125,7 +126,7 @@ class Seq2SeqRewriter:
         rewards = torch.tensor([float(reward_fn(q, t)) for q, t in zip(queries, texts)], dtype=torch.float32)
         advantage = rewards - rewards.mean() if len(queries) > 1 else rewards
         if float(advantage.abs().sum()) == 0.0:
-            advantage = torch.ones_like(rewards)  # no signal: still push towards the sampled rewrites
+            return {"mean_reward": float(rewards.mean()), "loss": 0.0, "param_l2_change": 0.0, "no_signal": 1.0}
         labels = samples[:, 1:].clone()
         labels[labels == self.tokenizer.pad_token_id] = -100
         self.model.train()
@@ -139,4 +140,5 @@ class Seq2SeqRewriter:
         loss.backward()
         opt.step()
         change = sum(float(((p.detach() - b) ** 2).sum()) for p, b in zip(self.model.parameters(), before)) ** 0.5
-        return {"mean_reward": float(rewards.mean()), "loss": float(loss.detach()), "param_l2_change": change}
+        return {"mean_reward": float(rewards.mean()), "loss": float(loss.detach()), "param_l2_change": change,
+                "no_signal": 0.0}

@@ -1,0 +1,489 @@
+"""Negative controls: for every spec, a deliberately broken variant of the thing it is named after, under
+which its own check must fail. A check that still passes under its control proves nothing.
+
+A control is a named patch (`apply(monkeypatch)`) registered with `@control(name, breaks=...)`; the
+catalogue names it in a spec's `control:` field, and `pytest --negative-controls` re-runs each spec's tests
+under it (see `harness.pytest_plugin`). Patches replace a library object everywhere it is referenced
+(`replace_everywhere`), including modules that imported it by name, so tests see the broken variant.
+"""
+from __future__ import annotations
+
+import sys
+from dataclasses import dataclass
+from typing import Any, Callable
+
+import numpy as np
+
+
+@dataclass(frozen=True)
+class Control:
+    name: str
+    breaks: str
+    apply: Callable[[Any], None]
+
+
+CONTROLS: dict[str, Control] = {}
+
+
+def control(name: str, *, breaks: str) -> Callable[[Callable[[Any], None]], Callable[[Any], None]]:
+    """Register `fn(monkeypatch)` as the negative control `name`; `breaks` says what it breaks, in words."""
+    def deco(fn: Callable[[Any], None]) -> Callable[[Any], None]:
+        if name in CONTROLS:
+            raise ValueError(f"negative control {name!r} is registered twice")
+        CONTROLS[name] = Control(name, breaks, fn)
+        return fn
+    return deco
+
+
+def get_control(name: str) -> Control:
+    try:
+        return CONTROLS[name]
+    except KeyError:
+        raise KeyError(f"unknown negative control {name!r}; registered: {', '.join(sorted(CONTROLS))}") from None
+
+
+_REPLACED: list[tuple[Any, Any]] = []
+
+
+def replace_everywhere(mp: Any, original: Any, replacement: Any) -> int:
+    """Set `replacement` wherever a loaded module holds `original` (by identity); returns how many places.
+    `restore_everywhere()` (after `mp.undo()`) also puts back references taken while the control was active."""
+    _REPLACED.append((original, replacement))
+    n = 0
+    for mod in list(sys.modules.values()):
+        d = getattr(mod, "__dict__", None)
+        if not isinstance(d, dict):
+            continue
+        for attr, value in list(d.items()):
+            if value is original:
+                mp.setattr(mod, attr, replacement)
+                n += 1
+    if n == 0:
+        raise RuntimeError(f"negative control found no reference to {original!r}")
+    return n
+
+
+def restore_everywhere() -> int:
+    """Undo what `mp.undo()` cannot see: modules first imported while a control was active took the broken
+    object by name; put the original back there. Returns how many references were restored."""
+    n = 0
+    while _REPLACED:
+        original, replacement = _REPLACED.pop()
+        for mod in list(sys.modules.values()):
+            d = getattr(mod, "__dict__", None)
+            if isinstance(d, dict):
+                for attr, value in list(d.items()):
+                    if value is replacement:
+                        setattr(mod, attr, original)
+                        n += 1
+    return n
+
+
+# ---------------------------------------------------------------- HyDE
+@control("hyde-keeps-prompt-echo", breaks="HyDE keeps the prompt the model echoed at the start of its document")
+def _hyde_echo(mp: Any) -> None:
+    from harness.techniques import hyde, parsing
+
+    replace_everywhere(mp, parsing.strip_echo, lambda text, prompt: text.strip())
+    assert hyde  # the module holds strip_echo by name
+
+
+@control("hyde-embeds-query", breaks="HyDE embeds the query instead of the hypothetical documents")
+def _hyde_query(mp: Any) -> None:
+    from harness.techniques.hyde import HyDE, HydeResult
+
+    def expand(self, query, trace=None, *, hypothetical_documents=None):
+        docs = hypothetical_documents if hypothetical_documents is not None else self.generate(query, trace)
+        return HydeResult(self.embedder.encode([query])[0], docs, False)
+
+    mp.setattr(HyDE, "expand", expand)
+
+
+@control("hyde-lexical-bottleneck", breaks="HyDE searches the hypothetical document's words (BM25) instead of "
+                                          "its dense embedding, so its false details match documents")
+def _hyde_lexical(mp: Any) -> None:
+    from harness.techniques.hyde import HyDE
+
+    def retrieve(self, query, retriever, k=10, trace=None, *, hypothetical_documents=None):
+        docs = hypothetical_documents if hypothetical_documents is not None else self.generate(query, trace)
+        return retriever.store.search_text(" ".join(docs) or query, k)
+
+    mp.setattr(HyDE, "retrieve", retrieve)
+
+
+# ---------------------------------------------------------------- RAG-Fusion and RRF
+@control("fusion-keeps-duplicates", breaks="multi-query parsing keeps duplicates, echoes and over-long lists")
+def _fusion_dupes(mp: Any) -> None:
+    from harness.techniques import parsing
+
+    def parse_lines(text, *, prompt="", exclude=()):
+        return [ln.strip(" -0123456789.\"") for ln in text.splitlines() if ln.strip()]
+
+    replace_everywhere(mp, parsing.parse_lines, parse_lines)
+
+
+@control("rrf-rank-from-0", breaks="RRF counts ranks from 0: 1/(k + 0) for the top hit")
+def _rrf_zero(mp: Any) -> None:
+    from harness import rank_fusion
+
+    def rrf_scores(rankings, k=rank_fusion.RRF_K):
+        scores: dict[str, float] = {}
+        for ranking in rankings:
+            for rank, doc_id in enumerate(ranking):
+                scores[doc_id] = scores.get(doc_id, 0.0) + 1.0 / (rank + k)
+        return scores
+
+    replace_everywhere(mp, rank_fusion.rrf_scores, rrf_scores)
+
+
+@control("rrf-ties-by-input-order", breaks="RRF breaks equal scores by input order instead of best rank, then id")
+def _rrf_ties(mp: Any) -> None:
+    from harness import rank_fusion
+    from harness.types import Hit
+
+    def fuse(result_sets, k=rank_fusion.RRF_K):
+        scores = rank_fusion.rrf_scores([[h.id for h in hits] for hits in result_sets], k)
+        first: dict[str, Hit] = {}
+        for hits in result_sets:
+            for h in hits:
+                first.setdefault(h.id, h)
+        order = sorted(scores, key=lambda d: -scores[d])
+        return [Hit(d, scores[d], first[d].text, {**first[d].metadata, "rrf_ranks": []}) for d in order]
+
+    replace_everywhere(mp, rank_fusion.reciprocal_rank_fusion, fuse)
+
+
+@control("fusion-searches-original-only", breaks="RAG-Fusion retrieves for the original query only")
+def _fusion_original(mp: Any) -> None:
+    from harness.techniques.fusion import RAGFusion
+
+    orig = RAGFusion.search_and_fuse
+    mp.setattr(RAGFusion, "search_and_fuse", lambda self, queries, trace=None, **kw: orig(self, list(queries)[:1], trace))
+
+
+@control("fusion-drops-original-query", breaks="multi-query generation leaves the original query out")
+def _fusion_no_original(mp: Any) -> None:
+    from harness.techniques import fusion
+
+    orig = fusion.generate_multi_queries
+    replace_everywhere(mp, orig, lambda q, llm, *a, **kw: [x for x in orig(q, llm, *a, **kw) if x != q])
+
+
+@control("parallel-retrieval-reorders", breaks="parallel multi-query retrieval returns lists in completion order")
+def _parallel_reorder(mp: Any) -> None:
+    from harness.retrieval import Retriever
+
+    orig = Retriever.retrieve_many
+
+    def retrieve_many(self, queries, k=10, *, parallel=True):
+        out = orig(self, queries, k, parallel=parallel)
+        return list(reversed(out)) if parallel else out
+
+    mp.setattr(Retriever, "retrieve_many", retrieve_many)
+
+
+# ---------------------------------------------------------------- CRAG
+@control("crag-evaluator-two-way", breaks="the retrieval evaluator never says AMBIGUOUS (one threshold)")
+def _crag_two_way(mp: Any) -> None:
+    from harness.techniques import crag
+
+    def evaluate(self, query, documents):
+        scores = self.scorer(query, [d.text for d in documents]) if documents else np.zeros(0)
+        best = float(scores.max()) if len(scores) else 0.0
+        return (crag.CORRECT, best) if best >= 0.5 else (crag.INCORRECT, best)
+
+    mp.setattr(crag.RetrievalEvaluator, "evaluate", evaluate)
+
+
+@control("crag-never-searches-web", breaks="CRAG keeps the corpus results on INCORRECT and AMBIGUOUS (no web search)")
+def _crag_no_web(mp: Any) -> None:
+    from harness.techniques import crag
+    from harness.types import Hit
+
+    def correct(self, query, docs, trace):
+        action, conf = self.evaluator.evaluate(query, docs)
+        trace.event("crag", action=action, confidence=conf)
+        return action, conf, [Hit(h.id, h.score, h.text, {**h.metadata, "source": "corpus"}) for h in docs]
+
+    mp.setattr(crag.CRAG, "correct", correct)
+
+
+@control("crag-ambiguous-web-only", breaks="CRAG replaces the corpus results by web results on AMBIGUOUS")
+def _crag_ambiguous(mp: Any) -> None:
+    from harness.techniques import crag
+
+    orig = crag.CRAG.correct
+
+    def correct(self, query, docs, trace):
+        action, conf, sources = orig(self, query, docs, trace)
+        return action, conf, [s for s in sources if s.metadata.get("source") == "web"]
+
+    mp.setattr(crag.CRAG, "correct", correct)
+
+
+@control("crag-refinement-keeps-all", breaks="knowledge refinement keeps every strip whatever its score")
+def _crag_keep_all(mp: Any) -> None:
+    from harness.techniques import crag
+
+    orig = crag.knowledge_refinement
+    replace_everywhere(mp, orig, lambda docs, query, scorer, **kw: orig(docs, query, scorer,
+                                                                        **{**kw, "strip_threshold": float("-inf")}))
+
+
+@control("crag-strips-whole-documents", breaks="decomposition returns each document as one strip")
+def _crag_whole(mp: Any) -> None:
+    from harness import chunking
+
+    replace_everywhere(mp, chunking.knowledge_strips, lambda text, *a, **kw: [text] if text.strip() else [])
+
+
+@control("answer-match-ignores-gold", breaks="answer scoring counts every answer as matching the gold answer")
+def _match_all(mp: Any) -> None:
+    from harness.metrics import text
+
+    replace_everywhere(mp, text.answer_match, lambda prediction, answers: 1.0)
+
+
+# ---------------------------------------------------------------- query rewriting
+@control("rewrite-no-length-limit", breaks="the rewriter neither truncates long outputs nor parses the first item")
+def _rewrite_no_limit(mp: Any) -> None:
+    from harness.techniques.rewrite import LLMRewriter
+
+    def rewrite(self, query, context=None, trace=None):
+        template = self.prompts["user_with_context"] if context else self.prompts["user"]
+        from harness.prompts import render
+
+        text = self.llm.complete(render(template, query=query, context=context or ""), max_tokens=512).text
+        return text.strip() or query
+
+    mp.setattr(LLMRewriter, "rewrite", rewrite)
+
+
+@control("rewrite-returns-original", breaks="the rewriter returns the query unchanged")
+def _rewrite_identity(mp: Any) -> None:
+    from harness.techniques.rewrite import LLMRewriter
+
+    mp.setattr(LLMRewriter, "rewrite", lambda self, query, context=None, trace=None: query)
+
+
+@control("reward-unweighted", breaks="the PPO reward is the plain mean of its three terms, not 0.4/0.4/0.2")
+def _reward_unweighted(mp: Any) -> None:
+    from harness.techniques.rewrite import PPORewardFunction
+
+    orig = PPORewardFunction.compute_reward
+
+    def compute_reward(self, generated_answer, ground_truth, retrieval_hit):
+        parts = [PPORewardFunction(1.0, 0.0, 0.0), PPORewardFunction(0.0, 1.0, 0.0), PPORewardFunction(0.0, 0.0, 1.0)]
+        return sum(orig(p, generated_answer, ground_truth, retrieval_hit) for p in parts) / 3
+
+    mp.setattr(PPORewardFunction, "compute_reward", compute_reward)
+
+
+@control("policy-step-skips-update", breaks="the policy-gradient step computes the loss but never steps the optimiser")
+def _policy_no_step(mp: Any) -> None:
+    import torch
+
+    mp.setattr(torch.optim.Adam, "step", lambda self, closure=None: None)
+
+
+@control("web-search-returns-nothing", breaks="the web-search backend returns no documents")
+def _web_empty(mp: Any) -> None:
+    from harness.techniques.crag import LocalWebSearch
+
+    mp.setattr(LocalWebSearch, "search", lambda self, query, num_results=10: [])
+
+
+# ---------------------------------------------------------------- WSOP routed pipeline
+@control("router-always-complex", breaks="the complexity router sends every query down the complex path")
+def _router_complex(mp: Any) -> None:
+    from harness.techniques import wsop
+
+    mp.setattr(wsop.ComplexityClassifier, "classify", lambda self, query: "complex")
+    orig = wsop.WSOPPipeline.search
+    mp.setattr(wsop.WSOPPipeline, "search", lambda self, query, complexity="auto", trace=None:
+               orig(self, query, "complex" if complexity != "auto" else complexity, trace))
+
+
+@control("wsop-complex-without-hyde", breaks="the complex path skips HyDE (embeds the rewritten query)")
+def _wsop_no_hyde(mp: Any) -> None:
+    from harness.techniques import wsop
+
+    orig = wsop.WSOPPipeline.search
+
+    def search(self, query, complexity="auto", trace=None):
+        real = self.hyde.expand
+        self.hyde.expand = lambda q, trace=None, **kw: type(real(q, None))(self.hyde.embedder.encode([q])[0], [],
+                                                                             True)
+        try:
+            return orig(self, query, complexity, trace)
+        finally:
+            del self.hyde.expand
+
+    mp.setattr(wsop.WSOPPipeline, "search", search)
+
+
+@control("wsop-no-web-fallback", breaks="the pipeline never falls back to web search on low confidence")
+def _wsop_no_web(mp: Any) -> None:
+    from harness.techniques import wsop
+
+    mp.setattr(wsop.WSOPPipeline, "_fallback", lambda self, query, trace: [])
+
+
+@control("credibility-always-high", breaks="every source is rated high credibility")
+def _cred_high(mp: Any) -> None:
+    from harness.techniques import wsop
+
+    replace_everywhere(mp, wsop.credibility_tier, lambda hit: "high")
+
+
+@control("wsop-answer-without-citations", breaks="the answer prompt drops the numbered sources, so the model "
+                                                 "cannot cite them inline")
+def _wsop_no_cite(mp: Any) -> None:
+    from harness.techniques import wsop
+
+    orig = wsop.WSOPPipeline._answer
+
+    def _answer(self, query, sources, trace):
+        llm = self.llm
+        self.llm = type("NoCite", (), {"complete": lambda _s, prompt, **kw: type(
+            "R", (), {"text": llm.complete(prompt, **kw).text.replace("[", "(").replace("]", ")")})()})()
+        try:
+            return orig(self, query, sources, trace)
+        finally:
+            self.llm = llm
+
+    mp.setattr(wsop.WSOPPipeline, "_answer", _answer)
+
+
+@control("wsop-same-work-at-every-level", breaks="every complexity level runs the moderate path")
+def _wsop_flat(mp: Any) -> None:
+    from harness.techniques import wsop
+
+    orig = wsop.WSOPPipeline.search
+    mp.setattr(wsop.WSOPPipeline, "search", lambda self, query, complexity="auto", trace=None:
+               orig(self, query, "moderate", trace))
+
+
+@control("wsop-no-degradation", breaks="an empty index gives an answer with no sources and no degraded flag")
+def _wsop_no_degrade(mp: Any) -> None:
+    from harness.techniques import wsop
+
+    orig = wsop.WSOPPipeline._answer
+
+    def _answer(self, query, sources, trace):
+        if not sources:
+            return "The answer is 42.", False
+        return orig(self, query, sources, trace)
+
+    mp.setattr(wsop.WSOPPipeline, "_answer", _answer)
+
+
+@control("wsop-skips-fusion", breaks="the complex path takes the first query's results instead of fusing all three")
+def _wsop_no_fusion(mp: Any) -> None:
+    from harness.techniques.fusion import FusionResult, RAGFusion
+
+    def search_and_fuse(self, queries, trace=None, *, vectors=None):
+        hits = self.retriever.retrieve(list(queries)[0], self.top_k_per_query)
+        return FusionResult(list(queries), hits, [hits], trace)
+
+    mp.setattr(RAGFusion, "search_and_fuse", search_and_fuse)
+
+
+# ---------------------------------------------------------------- RET
+@control("ret-hypotheses-unparsed", breaks="hypothesis parsing returns nothing for any model output")
+def _ret_no_hyps(mp: Any) -> None:
+    from harness.techniques import ret
+
+    replace_everywhere(mp, ret.generate_hypotheses, lambda *a, **kw: [])
+
+
+@control("ret-no-fingerprints", breaks="fingerprint extraction returns no fingerprints")
+def _ret_no_fps(mp: Any) -> None:
+    from harness.techniques import ret
+
+    replace_everywhere(mp, ret.extract_fingerprints, lambda hyps, *a, **kw: {h.hypothesis: [] for h in hyps})
+
+
+@control("ret-coverage-constant", breaks="fingerprint coverage is 0.5 for every document")
+def _ret_cov(mp: Any) -> None:
+    from harness.techniques import ret
+
+    replace_everywhere(mp, ret.fingerprint_coverage, lambda text, fingerprints: 0.5)
+
+
+@control("ret-plan-without-fingerprints", breaks="the retrieval plan ignores the fingerprints")
+def _ret_plan(mp: Any) -> None:
+    from harness.techniques import ret
+
+    replace_everywhere(mp, ret.build_retrieval_plan, lambda question, fps, config, base=None:
+                       dict(base or {"primary": [question]}))
+
+
+@control("ret-synthesis-without-table", breaks="the synthesis prompt leaves out the coverage table")
+def _ret_no_table(mp: Any) -> None:
+    from harness.techniques import ret
+
+    orig = ret.synthesis_prompt
+    replace_everywhere(mp, orig, lambda question, evidence, table=None: orig(question, evidence, None))
+
+
+@control("ret-mcq-blend-ignores-weight", breaks="the MCQ blend always uses 0.7 llm + 0.3 lexical + weight x coverage")
+def _ret_blend(mp: Any) -> None:
+    from harness.techniques import ret
+
+    replace_everywhere(mp, ret.mcq_blend, lambda llm_net, lexical, coverage, weight=0.20:
+                       0.7 * llm_net + 0.3 * lexical + weight * (coverage or 0.0) + (0.01 if coverage is None else 0.0))
+
+
+@control("ret-ignores-hypothesis-quality", breaks="RET runs on hypotheses with one-word justifications")
+def _ret_quality(mp: Any) -> None:
+    from harness.techniques.ret import RET
+
+    orig = RET.select
+
+    def select(self, question, retriever, **kw):
+        self.config = self.config.model_copy(update={"min_justification_tokens": 0})
+        return orig(self, question, retriever, **kw)
+
+    mp.setattr(RET, "select", select)
+
+
+@control("ret-ignores-parse-failure", breaks="unparseable fingerprints fall back to the question's words silently")
+def _ret_parse(mp: Any) -> None:
+    from harness.techniques import ret
+
+    orig = ret.extract_fingerprints
+
+    def extract(hyps, question, *a, **kw):
+        out = orig(hyps, question, *a, **kw)
+        return {h: (v or [question, question]) for h, v in out.items()} or {h.hypothesis: [question] * 2 for h in hyps}
+
+    replace_everywhere(mp, orig, extract)
+
+
+@control("ret-ignores-budget", breaks="RET calls the model although the run's budget is spent")
+def _ret_budget(mp: Any) -> None:
+    from harness.techniques.ret import RET
+
+    orig = RET.select
+    mp.setattr(RET, "select", lambda self, question, retriever, spent_usd=0.0, **kw:
+               orig(self, question, retriever, spent_usd=0.0, **kw))
+
+
+# ---------------------------------------------------------------- retrieval backbone and metrics
+@control("embedding-cache-off", breaks="the embedding cache never returns a stored vector")
+def _emb_cache(mp: Any) -> None:
+    from harness.embed import EmbeddingCache
+
+    mp.setattr(EmbeddingCache, "get_many", lambda self, keys: {})
+
+
+@control("ndcg-off-by-one-rank", breaks="nDCG discounts the hit at rank r by log2(r) + 1 instead of log2(r + 1)")
+def _ndcg_off(mp: Any) -> None:
+    from harness.metrics import ranking
+
+    def _ndcg(m, k):
+        disc = 1.0 / (np.log2(np.arange(1, k + 1, dtype=np.float64)) + 1.0)
+        return ranking._safe_div(m.gains[:, :k] @ disc, m.ideal[:, :k] @ disc)
+
+    mp.setitem(ranking.MATRIX_METRICS, "ndcg", _ndcg)
