@@ -10,4 +10,19 @@ VENV="${VENV:-.venv}"
 WHEELS="${RAG_HARNESS_WHEELS:-$HOME/.cache/rag-harness-wheels}"
 "$VENV/bin/pip" install --quiet --find-links "$WHEELS" -e '.[dev,local]'
 mkdir -p "$WHEELS" && "$VENV/bin/pip" wheel --quiet --no-deps --find-links "$WHEELS" -w "$WHEELS" 'llama-cpp-python==0.3.36' || true
+set +e
 HF_HUB_OFFLINE=1 "$VENV/bin/python" -m pytest -m benchmark --report-dir reports "$@"
+status=$?
+set -e
+# a run in which nothing was measured (no tests, or every one skipped) is a failure, not a green run
+"$VENV/bin/python" - reports/results.json "$status" <<'PY' || exit 1
+import json, sys
+path, status = sys.argv[1], int(sys.argv[2])
+try:
+    specs = json.load(open(path))["specs"]
+except (OSError, ValueError, KeyError):
+    sys.exit(f"benchmark: no report at {path}: nothing ran" if status in (0, 5) else 0)
+if not [s for s in specs if s["verdict"] not in ("skipped", "not run")]:
+    sys.exit("benchmark: every claim was skipped or not run: nothing was measured")
+PY
+exit "$status"

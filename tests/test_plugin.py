@@ -258,3 +258,77 @@ def test_a_bare_number_cannot_decide_a_comparative_claim(project: pytest.Pyteste
     result.stdout.fnmatch_lines(["*TypeError: CMP-001 is decided by its 95% CI vs threshold: pass an Effect*"])
     rows = _rows(project)
     assert rows["CMP-001"]["verdict"] == "error" and rows["CMP-002"]["verdict"] == "error"
+
+
+CONTROLLED = """
+specs:
+  - id: CTL-001
+    title: A sum is right
+    marker: unit
+    control: demo-sum-off-by-one
+    metric: add(2, 2)
+    comparator: "=="
+    threshold: 4
+    source: demo
+  - id: CTL-002
+    title: A check that cannot see its control
+    marker: unit
+    control: demo-sum-off-by-one
+    metric: constant
+    comparator: "=="
+    threshold: 4
+    source: demo
+  - id: CTL-003
+    title: Works without training
+    marker: unit
+    kind: property
+    note: a design property with no broken variant
+    metric: examples
+    comparator: "=="
+    threshold: 0
+    source: demo
+"""
+
+CONTROLLED_CONFTEST = """
+import mathlib
+from harness.controls import control, replace_everywhere
+
+@control("demo-sum-off-by-one", breaks="add returns a + b + 1")
+def _off(mp):
+    replace_everywhere(mp, mathlib.add, lambda a, b: a + b + 1)
+"""
+
+CONTROLLED_TESTS = """
+import pytest
+from mathlib import add
+
+@pytest.mark.spec("CTL-001")
+def test_sum(spec, check):
+    check(spec.id, add(2, 2))
+
+@pytest.mark.spec("CTL-002")
+def test_constant(spec, check):
+    check(spec.id, 4)
+
+@pytest.mark.spec("CTL-003")
+def test_property(spec, check):
+    check(spec.id, 0)
+"""
+
+
+def test_negative_controls_as_a_user_runs_them(project: pytest.Pytester):
+    (project.path / "specs" / "demo.yaml").write_text(CONTROLLED)
+    project.makepyfile(mathlib="def add(a, b):\n    return a + b\n", conftest=CONTROLLED_CONFTEST,
+                       test_ctl=CONTROLLED_TESTS)
+    plain = project.runpytest_subprocess("--report-dir", "plain")
+    plain.assert_outcomes(passed=3)
+    result = project.runpytest_subprocess("--report-dir", "out", "--negative-controls")
+    result.assert_outcomes(passed=3)  # the real runs pass...
+    assert result.ret != 0  # ...but a check that survives its control fails the session
+    result.stdout.fnmatch_lines(["*negative controls*", "*CTL-002: survived*demo-sum-off-by-one (add returns a + b + 1)*",
+                                 "controls: 1 killed, 1 property, 1 survived"])
+    rows = _rows(project)
+    assert rows["CTL-001"]["control"]["outcome"] == "killed" and rows["CTL-001"]["verdict"] == "pass"
+    assert rows["CTL-002"]["control"]["outcome"] == "survived"
+    assert rows["CTL-003"]["verdict"] == "property", "a property is shown as such, never as a pass"
+    assert rows["CTL-001"]["value"] == 4, "the run under the control records nothing for the report"

@@ -70,3 +70,55 @@ def test_failed_check_message_is_not_repeated_as_a_note():
     assert "SpecCheckFailed" not in render_html(data)
     data["specs"][0]["message"] = "Skipped: dataset 'popqa' not found"
     assert "dataset &#x27;popqa&#x27; not found" in render_html(data)
+
+
+def _comparative(verdict: str, value: float, ci: list, dataset: str = "d") -> dict:
+    return {"id": "CMP-1", "title": "t", "tier": "benchmark", "metric": "m", "comparator": ">=", "threshold": 0.05,
+            "source": "s", "verdict": verdict, "value": value, "ci": ci, "comparative": True,
+            "decision": {"rule": "ci", "text": "95% CI vs threshold"},
+            "datasets": [{"dataset": dataset, "verdict": verdict, "value": value, "ci": ci}]}
+
+
+def test_forest_plot_has_a_row_per_comparative_claim_and_dataset():
+    from harness.report.html import forest_plot
+
+    row = _comparative("inconclusive", 0.02, [-0.01, 0.05])
+    row["datasets"].append({"dataset": "e", "verdict": "refuted", "value": -0.2, "ci": [-0.3, -0.1]})
+    svg = forest_plot([row, {**_comparative("pass", 1.0, None), "comparative": False}])
+    assert svg.count("<circle") == 2 and "CMP-1 d" in svg and "CMP-1 e" in svg
+    assert "#c99700" in svg and "#c0392b" in svg  # inconclusive amber, refuted red
+    assert forest_plot([]) == ""
+
+
+def test_compare_lists_verdict_transitions(tmp_path, capsys):
+    from harness.report.html import verdict_transitions
+
+    a = {**results(0.5), "specs": [_comparative("inconclusive", 0.02, [-0.01, 0.05])]}
+    b = {**results(0.5), "specs": [_comparative("supported", 0.09, [0.06, 0.12])]}
+    assert verdict_transitions(a, b) == [("CMP-1", "inconclusive", "supported")]
+    assert verdict_transitions(a, a) == []
+    (tmp_path / "a.json").write_text(json.dumps(a))
+    (tmp_path / "b.json").write_text(json.dumps(b))
+    assert main(["compare", str(tmp_path / "a.json"), str(tmp_path / "b.json"), "-o", str(tmp_path / "c.html")]) == 0
+    assert "CMP-1: inconclusive -> supported" in capsys.readouterr().out
+    assert "Verdict transitions" in (tmp_path / "c.html").read_text()
+
+
+def test_provenance_hashes_content_and_merges_traffic(tmp_path):
+    from harness import provenance
+
+    (tmp_path / "d").mkdir()
+    (tmp_path / "d" / "a.jsonl").write_text('{"_id": "1"}\n')
+    h1 = provenance.content_hash_of(tmp_path / "d")
+    import hashlib
+
+    expected = hashlib.sha256(b"a.jsonl\0" + b'{"_id": "1"}\n').hexdigest()
+    assert h1 == expected
+    provenance.reset()
+    provenance.note_model("local/x", traffic="live+cache", role="llm")
+    provenance.note_model("local/x", traffic="live")
+    provenance.note_dataset("d", tmp_path / "d", queries=1)
+    snap = provenance.snapshot()
+    assert snap["models"]["local/x"] == {"traffic": "live+cache, live", "role": "llm"}
+    assert snap["datasets"]["d"]["sha256"] == expected
+    provenance.reset()
