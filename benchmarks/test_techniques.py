@@ -30,15 +30,26 @@ def _ndcg_at_10(dataset, runs: dict[str, list[str]]) -> np.ndarray:
     return evaluate(qrels, runs, ["nDCG@10"])["nDCG@10"]
 
 
-def _compare(check, spec_id, dataset, base_runs, cand_runs, *, llm, technique, measure):
+def _failure_rates(measure, failures: dict[str, set[str]], n: int, *, technique: str, dataset, llm) -> dict:
+    """Per technique: the share of queries that fell back (e.g. HyDE to the raw query) and that saw an LLM
+    error; recorded as figures and handed to the check, which withholds 'supported' above 10%."""
+    rates = {"fallback_rate": len(failures["fallback"]) / n if n else float("nan"),
+             "error_rate": len(failures["error"]) / n if n else float("nan")}
+    for name, value in rates.items():
+        measure(name, value, technique=technique, dataset=dataset.name, model=llm.label, n=n)
+    return rates
+
+
+def _compare(check, spec_id, dataset, base_runs, cand_runs, *, llm, technique, measure, failures):
     """Relative Recall@10 improvement of a technique over dense retrieval, paired per query."""
     base, cand = _recall_at_10(dataset, base_runs), _recall_at_10(dataset, cand_runs)
     for name, values in (("dense", base), (technique, cand)):
         measure("Recall@10", float(values.mean()), technique=name, dataset=dataset.name, model=llm.label, n=len(values))
+    rates = _failure_rates(measure, failures, len(base), technique=technique, dataset=dataset, llm=llm)
     diff = paired_effect(cand, base, seed=1)
     check(spec_id, paired_effect(cand, base, relative=True, seed=1), model=llm.label, dataset=dataset.name,
           available=len(dataset.judged_queries()), baseline=float(base.mean()), candidate=float(cand.mean()),
-          paired_difference=diff.estimate, paired_difference_ci=list(diff.ci))
+          paired_difference=diff.estimate, paired_difference_ci=list(diff.ci), **rates)
 
 
 @pytest.fixture(scope="session")
@@ -48,9 +59,23 @@ def dense_runs(dense_retriever, bench_queries):
 
 
 @pytest.fixture(scope="session")
-def hyde_runs(llm, embedder, dense_retriever, bench_queries):
+def hyde_arm(llm, embedder, dense_retriever, bench_queries):
+    """HyDE's runs, and the queries on which it fell back to the raw query or saw an LLM error."""
     hyde = HyDE(llm, embedder)
-    return {q.id: [h.id for h in hyde.retrieve(q.text, dense_retriever, 10)] for q in bench_queries}
+    runs, failures = {}, {"fallback": set(), "error": set()}
+    for q in bench_queries:
+        trace = Trace()
+        runs[q.id] = [h.id for h in hyde.retrieve(q.text, dense_retriever, 10, trace)]
+        if trace.called("hyde_fallback"):
+            failures["fallback"].add(q.id)
+        if trace.called("hyde_llm_error"):
+            failures["error"].add(q.id)
+    return runs, failures
+
+
+@pytest.fixture(scope="session")
+def hyde_runs(hyde_arm):
+    return hyde_arm[0]
 
 
 @pytest.fixture(scope="session")
@@ -59,18 +84,27 @@ def fusion_results(llm, dense_retriever, bench_queries):
     return {q.id: fusion.search(q.text) for q in bench_queries}
 
 
+def fusion_failures(results) -> dict[str, set[str]]:
+    """Fusion fell back when no generated query survived parsing (it searched the original alone)."""
+    return {"fallback": {q for q, r in results.items() if len(r.queries) < 2},
+            "error": {q for q, r in results.items() if r.trace.called("multi_query_error")}}
+
+
 @pytest.mark.spec("HYDE-003")
-def test_hyde_recall(dataset, dense_runs, hyde_runs, llm, check, measure):
-    _compare(check, "HYDE-003", dataset, dense_runs, hyde_runs, llm=llm, technique="hyde", measure=measure)
+def test_hyde_recall(dataset, dense_runs, hyde_arm, llm, check, measure):
+    _compare(check, "HYDE-003", dataset, dense_runs, hyde_arm[0], llm=llm, technique="hyde", measure=measure,
+             failures=hyde_arm[1])
 
 
 @pytest.mark.spec("BENCH-HYDE-CONTRIEVER")
-def test_hyde_ndcg_beats_dense(dataset, dense_runs, hyde_runs, llm, embedder, check, measure):
-    base, cand = _ndcg_at_10(dataset, dense_runs), _ndcg_at_10(dataset, hyde_runs)
+def test_hyde_ndcg_beats_dense(dataset, dense_runs, hyde_arm, llm, embedder, check, measure):
+    base, cand = _ndcg_at_10(dataset, dense_runs), _ndcg_at_10(dataset, hyde_arm[0])
     for name, v in (("dense", base), ("hyde", cand)):
         measure("nDCG@10", float(v.mean()), technique=name, dataset=dataset.name, model=llm.label, n=len(v))
+    n, f = len(base), hyde_arm[1]
     check("BENCH-HYDE-CONTRIEVER", paired_effect(cand, base, seed=1), model=llm.label, dataset=dataset.name,
-          available=len(dataset.judged_queries()), dense_baseline=embedder.name)
+          available=len(dataset.judged_queries()), dense_baseline=embedder.name,
+          fallback_rate=len(f["fallback"]) / n if n else float("nan"), error_rate=len(f["error"]) / n if n else float("nan"))
 
 
 @pytest.mark.spec("RAGF-001")
@@ -85,7 +119,8 @@ def test_multi_query_diversity(fusion_results, llm, dataset, check):
 @pytest.mark.spec("RAGF-004")
 def test_fusion_recall(dataset, dense_runs, fusion_results, llm, check, measure):
     fused = {q: [h.id for h in r.hits[:10]] for q, r in fusion_results.items()}
-    _compare(check, "RAGF-004", dataset, dense_runs, fused, llm=llm, technique="rag-fusion", measure=measure)
+    _compare(check, "RAGF-004", dataset, dense_runs, fused, llm=llm, technique="rag-fusion", measure=measure,
+             failures=fusion_failures(fusion_results))
 
 
 @pytest.mark.spec("RAGF-003")
@@ -104,12 +139,19 @@ def test_fusion_ranking_stability(uncached_llm, dense_retriever, bench_queries, 
 @pytest.mark.spec("QRW-003")
 def test_rewrite_recall(llm, dense_retriever, bench_queries, dataset, dense_runs, check, measure):
     rw = LLMRewriter(llm)
-    rewritten = {q.id: rw.rewrite(q.text) for q in bench_queries}
+    rewritten, failures = {}, {"fallback": set(), "error": set()}
+    for q in bench_queries:
+        trace = Trace()
+        rewritten[q.id] = rw.rewrite(q.text, trace=trace)
+        for kind, event in (("fallback", "rewrite_fallback"), ("error", "rewrite_error")):
+            if trace.called(event):
+                failures[kind].add(q.id)
     hits = dense_retriever.retrieve_many(list(rewritten.values()), 10)
     runs = {qid: [h.id for h in hs] for qid, hs in zip(rewritten, hits)}
     changed = sum(rewritten[q.id] != q.text for q in bench_queries)
     measure("rewrites_differing_from_original", changed, dataset=dataset.name, model=llm.label, n=len(bench_queries))
-    _compare(check, "QRW-003", dataset, dense_runs, runs, llm=llm, technique="rewrite", measure=measure)
+    _compare(check, "QRW-003", dataset, dense_runs, runs, llm=llm, technique="rewrite", measure=measure,
+             failures=failures)
 
 
 def _answer(llm, query: str, hits) -> str:

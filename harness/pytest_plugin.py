@@ -102,6 +102,9 @@ def pytest_configure(config: pytest.Config) -> None:
         hc.harness.cache_dir = rootpath / hc.harness.cache_dir
     config.stash[CONFIG_KEY] = hc
     config.stash[COLLECTOR_KEY] = Collector()
+    from harness import provenance
+
+    provenance.note_seed("harness.seed", hc.harness.seed)
 
 
 # ---------------------------------------------------------------- binding tests to specs
@@ -275,7 +278,7 @@ def check(request: pytest.FixtureRequest) -> Callable[..., Any]:
             if effect is None:
                 raise TypeError(f"{s.id} is decided by its {s.decision.describe()}: pass an Effect "
                                 "(harness.stats.paired_effect or proportion_effect), not a bare number")
-            v = decide(effect, s.comparator, s.threshold, s.decision)
+            v = decide(effect, s.comparator, s.threshold, s.decision, fallback_rate=context.get("fallback_rate"))
             record.update(value=effect.estimate, verdict=v.verdict, effect=effect.as_context(),
                           decided=v.as_context())
         else:

@@ -211,3 +211,12 @@ def test_calibration_type1_under_the_null_and_power_against_an_effect():
 def test_queries_for_power_inverts_the_mde():
     n = calib.queries_for_power(0.3, 0.05)
     assert minimum_detectable_effect(0.3, n) <= 0.05 < minimum_detectable_effect(0.3, n - 1)
+
+
+def test_a_claim_whose_arms_fell_back_cannot_be_supported():
+    e = effect(0.10, 0.06, 0.14)
+    assert decide(e, ">=", 0.05, CI, fallback_rate=0.05).verdict == "supported"
+    v = decide(e, ">=", 0.05, CI, fallback_rate=0.20)
+    assert v.verdict == "inconclusive" and "fell back or failed on 20%" in v.reason
+    # a refutation stands: falling back does not make a violated claim true
+    assert decide(effect(-0.1, -0.2, 0.0), ">=", 0.05, CI, fallback_rate=0.5).verdict == "refuted"

@@ -110,6 +110,13 @@ def _counts(e: dict[str, Any]) -> str:
     return counts_text(e)
 
 
+def _rates(r: dict[str, Any]) -> str:
+    f, e = r.get("fallback_rate"), r.get("error_rate")
+    if not isinstance(f, (int, float)) and not isinstance(e, (int, float)):
+        return ""
+    return " / ".join("—" if not isinstance(x, (int, float)) else f"{x:.0%}" for x in (f, e))
+
+
 def _spec_cells(r: dict[str, Any], first: str, tier: str, cond: str) -> str:
     note = r.get("reason") or _note(r.get("message"))
     if r.get("untestable"):
@@ -119,14 +126,15 @@ def _spec_cells(r: dict[str, Any], first: str, tier: str, cond: str) -> str:
             f"<td class=num>{_e(r.get('ci'))}</td><td class=num>{_e(r.get('iqr'))}</td>"
             f"<td class=num>{_e(r.get('p_value'))}{_paren(r.get('p_holm'))}</td>"
             f"<td class=num>{_e(r.get('n'))}{_paren(r.get('mde'))}</td><td class=num>{escape(_needed(r))}</td>"
-            f"<td class=num>{escape(_counts(r))}</td><td>{_e(r.get('model'))}</td><td>{_e(r.get('dataset'))}</td>"
+            f"<td class=num>{escape(_counts(r))}</td><td class=num>{escape(_rates(r))}</td>"
+            f"<td>{_e(r.get('model'))}</td><td>{_e(r.get('dataset'))}</td>"
             f"<td class=msg>{escape(note)}</td>")
 
 
 def _spec_table(specs: list[dict[str, Any]]) -> str:
     head = ("<tr><th>spec</th><th>tier</th><th>verdict</th><th>value</th><th>condition</th><th>95% CI</th>"
             "<th>IQR</th><th>p (Holm)</th><th>n (MDE)</th><th>queries needed</th><th>queries +/=/−</th>"
-            "<th>model</th><th>dataset</th><th>note</th></tr>")
+            "<th>fallback / error rate</th><th>model</th><th>dataset</th><th>note</th></tr>")
     rows = []
     for r in specs:
         cond = f"{r['metric']} {r['comparator']} {_fmt(r['threshold'])}"
@@ -136,7 +144,7 @@ def _spec_table(specs: list[dict[str, Any]]) -> str:
         entries = r.get("datasets") or []
         if len(entries) > 1:
             rows.append(f'<tr id="{_e(r["id"])}"><td>{first}</td><td>{_e(r["tier"])}</td><td>{_verdict(r["verdict"])}</td>'
-                        f'<td colspan=11 class=msg>{escape(cond)}<br>{_e(r.get("overall"))}</td></tr>')
+                        f'<td colspan=12 class=msg>{escape(cond)}<br>{_e(r.get("overall"))}</td></tr>')
             for e in entries:
                 rows.append(f'<tr class=sub>{_spec_cells(e, "└ " + _e(e["dataset"]), "", "")}</tr>')
         else:

@@ -55,6 +55,7 @@ def _entry(spec: Spec, rec: dict[str, Any]) -> dict[str, Any]:
         "available": ctx.get("available"), "untestable": dec.get("untestable", False), "reason": dec.get("reason", ""),
         "improved": eff.get("improved"), "unchanged": eff.get("unchanged"), "degraded": eff.get("degraded"),
         "model": ctx.get("model"), "interval": eff.get("interval_method"), "nodeid": rec.get("nodeid"),
+        "fallback_rate": ctx.get("fallback_rate"), "error_rate": ctx.get("error_rate"),
         "_record": rec,
     }
 
@@ -78,7 +79,8 @@ def _holm(rows: list[dict[str, Any]], catalogue: Catalogue, alpha: float = 0.05)
         if spec.decision.rule == "test":
             eff = effect_from_record(e["_record"])
             if eff is not None:
-                v = decide(eff, spec.comparator, spec.threshold, spec.decision, p_value=adj)
+                v = decide(eff, spec.comparator, spec.threshold, spec.decision, p_value=adj,
+                           fallback_rate=e["_record"].get("context", {}).get("fallback_rate"))
                 e.update(verdict=v.verdict, reason=v.reason, queries_needed=v.queries_needed, mde=v.mde,
                          untestable=v.untestable)
 
@@ -190,5 +192,6 @@ def _finish(row: dict[str, Any], spec: Spec) -> None:
         verdict = "property"  # shown as such, never counted as a pass
     row.update(verdict=verdict, overall=overall)
     for k in ("value", "ci", "iqr", "n", "p_value", "p_holm", "mde", "queries_needed", "available", "untestable",
-              "reason", "improved", "unchanged", "degraded", "model", "dataset", "interval"):
+              "reason", "improved", "unchanged", "degraded", "model", "dataset", "interval", "fallback_rate",
+              "error_rate"):
         row[k] = deciding.get(k)

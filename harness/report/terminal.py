@@ -50,6 +50,8 @@ def _line(label: str, tier: str, e: dict[str, Any], cond: str) -> str:
         f"p={p}" if p else "",
         f"q±={counts_text(e)}" if counts_text(e) else "",
         f"needed={needed_text(e)}" if needed_text(e) else "",
+        f"fallback={e['fallback_rate']:.0%}" if isinstance(e.get("fallback_rate"), (int, float)) else "",
+        f"errors={e['error_rate']:.0%}" if isinstance(e.get("error_rate"), (int, float)) else "",
         f"dataset={e['dataset']}" if e.get("dataset") else "",
         f"model={e['model']}" if e.get("model") else "",
     ) if x)

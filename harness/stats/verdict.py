@@ -10,7 +10,9 @@ A claim `effect <comparator> threshold` (comparator >=, >, <= or <) is decided b
 - `estimate`: the point value against the threshold (pass / fail), for deterministic values.
 
 A claim whose threshold lies outside what the metric can still reach over the baseline (`Effect.attainable`)
-cannot be tested on that data: it reads inconclusive with `untestable`, never refuted.
+cannot be tested on that data: it reads inconclusive with `untestable`, never refuted. A claim whose arms fell
+back (HyDE to the raw query, fusion to the original query alone, an LLM error) on more than
+`MAX_FALLBACK_RATE` of its queries measured the fallback, not the technique: it cannot be supported.
 """
 from __future__ import annotations
 
@@ -27,6 +29,7 @@ TESTS = ("t", "permutation", "wilcoxon", "mcnemar")
 DIRECTIONAL = (">=", ">", "<=", "<")
 VERDICTS = ("supported", "refuted", "inconclusive")
 _CAP = 10**9
+MAX_FALLBACK_RATE = 0.10
 
 
 @dataclass(frozen=True)
@@ -97,9 +100,20 @@ def minimum_detectable_effect(sd: float, n: int, *, confidence: float = 0.95, po
 
 
 def decide(effect: Effect, comparator: str, threshold: float, decision: Decision, *,
-           p_value: float | None = None) -> Verdict:
+           p_value: float | None = None, fallback_rate: float | None = None) -> Verdict:
     """The verdict of `effect comparator threshold` under `decision` (`p_value`: the Holm-adjusted p where
-    the caller has it; else the effect's own p of the decision's test)."""
+    the caller has it; else the effect's own p of the decision's test). `fallback_rate`: the share of queries
+    on which either arm fell back or failed; above `MAX_FALLBACK_RATE` a supported verdict is withheld."""
+    v = _decide(effect, comparator, threshold, decision, p_value)
+    if v.verdict == "supported" and fallback_rate is not None and fallback_rate > MAX_FALLBACK_RATE:
+        return Verdict("inconclusive", f"{v.reason}, but the arms fell back or failed on {fallback_rate:.0%} of "
+                                       f"queries (> {MAX_FALLBACK_RATE:.0%}): the fallback was measured",
+                       queries_needed=None, mde=v.mde)
+    return v
+
+
+def _decide(effect: Effect, comparator: str, threshold: float, decision: Decision,
+            p_value: float | None) -> Verdict:
     if comparator not in DIRECTIONAL:
         raise ValueError(f"comparator {comparator!r} cannot be decided by a CI or test; use one of {DIRECTIONAL}")
     est, (lo, hi) = effect.estimate, effect.ci
