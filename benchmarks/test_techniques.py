@@ -173,21 +173,13 @@ def test_fusion_pipeline_latency(uncached_llm, dense_retriever, bench_queries, d
           dataset=dataset.name, **{k: v for k, v in ratio.as_context().items() if k != "kind"})
 
 
-@pytest.mark.spec("BENCH-RAGF-LATENCY")
-def test_fusion_search_latency(uncached_llm, dense_retriever, bench_queries, dataset, check, measure):
-    """The protocol's §6.2 claim on the retrieval path: multi-query generation + fused search vs one search."""
-    fusion = RAGFusion(uncached_llm, dense_retriever)
-    texts = [q.text for q in bench_queries[:6]]
-    single = lambda q: _answer(uncached_llm, q, dense_retriever.retrieve(q, 10)[:5])  # noqa: E731
-    ratio = interleaved_ratio(single, lambda q: _answer(uncached_llm, q, fusion.search(q).hits[:5]), texts)
-    check("BENCH-RAGF-LATENCY", ratio.median, n=ratio.rounds, iqr=[ratio.q25, ratio.q75], model=uncached_llm.label,
-          dataset=dataset.name)
-
-
 @pytest.mark.spec("BENCH-RAGF-PARALLEL-RETRIEVAL")
 def test_parallel_retrieval_stage(dense_retriever, bench_queries, fusion_results, dataset, benchmark, check, measure):
     """Fusion's retrieval stage (all queries, parallel) vs one query's retrieval, interleaved in one run."""
-    sets = [r.queries for r in fusion_results.values() if len(r.queries) > 1][:20] or [[q.text] * 5 for q in bench_queries[:20]]
+    sets = [r.queries for r in fusion_results.values() if len(r.queries) > 1][:20]
+    if not sets:  # never stand in copies of one query: there is nothing to measure
+        pytest.fail(f"the model generated no multi-query set on {dataset.name}: the parallel retrieval stage of "
+                    "fusion cannot be measured")
     ratio = interleaved_ratio(lambda qs: dense_retriever.retrieve_many(qs[:1], 10),
                               lambda qs: dense_retriever.retrieve_many(qs, 10, parallel=True), sets, warmup=2)
     benchmark.pedantic(dense_retriever.retrieve_many, args=(sets[0], 10), rounds=10, iterations=1)
@@ -222,7 +214,7 @@ def test_latency_scales_with_complexity(uncached_llm, embedder, dense_retriever,
     check("WSOP-006", med["simple"] < med["moderate"] < med["complex"], medians=med, n=5, model=uncached_llm.label)
 
 
-@pytest.mark.spec("CRAG-005", "BENCH-CRAG-POPQA")
+@pytest.mark.spec("CRAG-005")
 def test_crag_popqa(spec, beir_dataset, llm, embedder, reranker, harness_config, check):
     """PopQA-style open QA (queries.jsonl rows carry gold `answers`): plain RAG vs CRAG, paired."""
     from harness.index.lancedb_store import LanceStore

@@ -1,5 +1,5 @@
 """Answer accuracy of a RAG pipeline on an open-QA set (queries carrying gold `answers`), paired
-between a baseline and a candidate: the measurement behind CRAG-005 / BENCH-CRAG-POPQA."""
+between a baseline and a candidate: the measurement behind CRAG-005."""
 from __future__ import annotations
 
 from dataclasses import dataclass
