@@ -17,8 +17,7 @@ def available_datasets(data_dir: Path) -> list[str]:
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     if "dataset_name" in metafunc.fixturenames:
         names = available_datasets(harness_config_of(metafunc.config).harness.data_dir)
-        params = names or [pytest.param("none", marks=pytest.mark.skip(reason="no BEIR dataset in the data directory"))]
-        metafunc.parametrize("dataset_name", params, scope="session")
+        metafunc.parametrize("dataset_name", names or ["(no dataset)"], scope="session")
 
 
 def _natural(key: str):
@@ -26,7 +25,9 @@ def _natural(key: str):
 
 
 @pytest.fixture(scope="session")
-def dataset(dataset_name, beir_dataset):
+def dataset(dataset_name, beir_dataset, harness_config):
+    if dataset_name == "(no dataset)":
+        pytest.fail(f"no BEIR dataset (a folder with corpus.jsonl) under {harness_config.harness.data_dir}", pytrace=False)
     return beir_dataset(dataset_name)
 
 

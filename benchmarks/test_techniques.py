@@ -220,9 +220,10 @@ def test_crag_popqa(spec, beir_dataset, llm, embedder, reranker, harness_config,
     from harness.index.lancedb_store import LanceStore
     from harness.retrieval import Retriever
     from harness.techniques.crag import CRAG, LocalWebSearch, RetrievalEvaluator, reranker_scorer
+    from harness.llm.client import LLMError
     from harness.techniques.qa_eval import compare_accuracy, plain_rag
 
-    ds = beir_dataset("popqa")  # skips with the reason when no PopQA set is under the data directory
+    ds = beir_dataset("popqa")  # fails naming the path when no PopQA set is under the data directory
     store = LanceStore(harness_config.harness.cache_dir / "lancedb" / "popqa", "corpus")
     store.index(list(ds.corpus.values()), embedder)
     dense, web = Retriever(store, embedder, "dense"), LocalWebSearch(Retriever(store, embedder, "bm25"))
@@ -232,7 +233,13 @@ def test_crag_popqa(spec, beir_dataset, llm, embedder, reranker, harness_config,
                 strip_threshold=c.strip_threshold)
     n = harness_config.harness.max_queries
     queries = list(ds.queries.values())[: n or None]
-    cmp_ = compare_accuracy(queries, plain_rag(llm, dense), lambda q: crag.run(q).answer)
+    def crag_answer(q: str) -> str:
+        res = crag.run(q)
+        if res.trace.called("generate_error"):  # counted as an error, never scored as a wrong answer
+            raise LLMError(next(e["error"] for e in res.trace.events if e["name"] == "generate_error"))
+        return res.answer
+
+    cmp_ = compare_accuracy(queries, plain_rag(llm, dense), crag_answer)
     ctx = {k: v for k, v in cmp_.context().items() if k not in ("n", "ci", "p_value")}
     check(spec.id, cmp_.effect(), model=llm.label, dataset="popqa", reranker=reranker.name, available=len(ds.queries),
           web_backend="bm25 over the same corpus", **ctx)

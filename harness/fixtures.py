@@ -71,13 +71,15 @@ def make_index(tmp_path_factory: pytest.TempPathFactory) -> Callable[..., Any]:
 
 @pytest.fixture(scope="session")
 def beir_dataset(harness_config: HarnessConfig) -> Callable[[str], Any]:
-    """`beir_dataset(name)` loads `<data_dir>/<name>`; skips with the reason when it is absent."""
+    """`beir_dataset(name)` loads `<data_dir>/<name>`; a missing dataset fails the test with its path (a claim
+    that cannot be measured is an error, not a skip: deselect the test with -k or --deselect on purpose)."""
     from harness.data import load_beir
 
     def _load(name: str):
         path = harness_config.harness.data_dir / name
         if not (path / "corpus.jsonl").exists():
-            pytest.skip(f"dataset {name!r} not found under {harness_config.harness.data_dir}")
+            pytest.fail(f"dataset {name!r} not found: {path / 'corpus.jsonl'} does not exist (set --data-dir, or "
+                        "deselect this test on purpose)", pytrace=False)
         from harness import provenance
 
         ds = load_beir(path)

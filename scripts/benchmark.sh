@@ -10,8 +10,19 @@ VENV="${VENV:-.venv}"
 WHEELS="${RAG_HARNESS_WHEELS:-$HOME/.cache/rag-harness-wheels}"
 "$VENV/bin/pip" install --quiet --find-links "$WHEELS" -e '.[dev,local]'
 mkdir -p "$WHEELS" && "$VENV/bin/pip" wheel --quiet --no-deps --find-links "$WHEELS" -w "$WHEELS" 'llama-cpp-python==0.3.36' || true
+# claims whose dataset is not here are deselected on purpose, and said so (a missing dataset is an error)
+DATA="${RAG_HARNESS_DATA:-../shared/data}"
+deselect=()
+for pair in "popqa benchmarks/test_techniques.py::test_crag_popqa" \
+            "scifact benchmarks/test_retrieval.py::test_scifact_reproduces_mteb"; do
+  read -r ds node <<< "$pair"
+  if [ ! -f "$DATA/$ds/corpus.jsonl" ]; then
+    echo "benchmark: deselected $node: no $ds set under $DATA" >&2
+    deselect+=(--deselect "$node")
+  fi
+done
 set +e
-HF_HUB_OFFLINE=1 "$VENV/bin/python" -m pytest -m benchmark --report-dir reports "$@"
+HF_HUB_OFFLINE=1 "$VENV/bin/python" -m pytest -m benchmark --report-dir reports "${deselect[@]}" "$@"
 status=$?
 set -e
 # a run in which nothing was measured (no tests, or every one skipped) is a failure, not a green run

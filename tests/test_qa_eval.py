@@ -18,3 +18,19 @@ def test_compare_accuracy_paired():
     assert ctx["discordant"] == [0, 2] and ctx["p_value"] == pytest.approx(0.5)
     with pytest.raises(ValueError, match="without gold 'answers'"):
         compare_accuracy([Query("x", "q")], base, cand)
+
+
+def test_llm_errors_are_counted_not_scored_wrong():
+    from harness.llm.client import LLMError
+
+    qs = [Query(str(i), f"q{i}", {"answers": [f"a{i}"]}) for i in range(5)]
+
+    def flaky(q: str) -> str:
+        if q == "q3":
+            raise LLMError("500 from the provider")
+        return f"a{q[1:]}"
+
+    cmp_ = compare_accuracy(qs, lambda q: "nope", flaky)
+    assert cmp_.errors == ["3"] and cmp_.error_rate == pytest.approx(1 / 5)
+    assert len(cmp_.baseline) == len(cmp_.candidate) == 4 and cmp_.candidate.tolist() == [1, 1, 1, 1]
+    assert cmp_.context()["error_rate"] == pytest.approx(0.2)

@@ -2,7 +2,7 @@
 between a baseline and a candidate: the measurement behind CRAG-005."""
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Callable, Sequence
 
 import numpy as np
@@ -15,23 +15,30 @@ from harness.types import Query
 
 
 def plain_rag(llm: LLMClient, retriever, *, k: int = 5) -> Callable[[str], str]:
-    """The baseline: top-k retrieval, the same generation prompt CRAG uses, no correction."""
+    """The baseline: top-k retrieval, the same generation prompt CRAG uses, no correction. An LLM error
+    propagates (`compare_accuracy` counts it; it is never scored as a wrong answer)."""
     template = load_prompts("crag")["generate"]["user"]
 
     def answer(query: str) -> str:
         context = " ".join(h.text for h in retriever.retrieve(query, k))
-        try:
-            return llm.complete(render(template, context=context, query=query), max_tokens=128).text
-        except LLMError:
-            return ""
+        return llm.complete(render(template, context=context, query=query), max_tokens=128).text
 
     return answer
 
 
 @dataclass
 class AccuracyComparison:
+    """Paired correctness over the queries both arms answered; `errors` are the query ids on which either
+    arm's LLM call failed (left out of the pairing, counted in `error_rate`)."""
+
     baseline: np.ndarray
     candidate: np.ndarray
+    errors: list[str] = field(default_factory=list)
+
+    @property
+    def error_rate(self) -> float:
+        total = len(self.baseline) + len(self.errors)
+        return len(self.errors) / total if total else float("nan")
 
     @property
     def delta(self) -> float:
@@ -48,15 +55,23 @@ class AccuracyComparison:
         mc = mcnemar(self.candidate.astype(bool), self.baseline.astype(bool))
         return {"n": len(self.baseline), "ci": list(diff.ci), "p_value": mc.p_value,
                 "baseline_accuracy": float(self.baseline.mean()), "candidate_accuracy": float(self.candidate.mean()),
-                "discordant": [mc.b, mc.c]}
+                "discordant": [mc.b, mc.c], "error_rate": self.error_rate, "errors": self.errors[:20]}
 
 
 def compare_accuracy(queries: Sequence[Query], baseline: Callable[[str], str],
                      candidate: Callable[[str], str]) -> AccuracyComparison:
-    """Answer every query with both systems; correct = a gold answer occurs in the output."""
+    """Answer every query with both systems; correct = a gold answer occurs in the output. A query on which
+    either system raises `LLMError` is left out of the pairing and listed in `errors`."""
     missing = [q.id for q in queries if not q.metadata.get("answers")]
     if missing:
         raise ValueError(f"queries without gold 'answers': {', '.join(missing[:5])}")
-    base = np.array([answer_match(baseline(q.text), q.metadata["answers"]) for q in queries])
-    cand = np.array([answer_match(candidate(q.text), q.metadata["answers"]) for q in queries])
-    return AccuracyComparison(base, cand)
+    base, cand, errors = [], [], []
+    for q in queries:
+        try:
+            b, c = baseline(q.text), candidate(q.text)
+        except LLMError:
+            errors.append(q.id)
+            continue
+        base.append(answer_match(b, q.metadata["answers"]))
+        cand.append(answer_match(c, q.metadata["answers"]))
+    return AccuracyComparison(np.array(base, dtype=float), np.array(cand, dtype=float), errors)
