@@ -8,6 +8,7 @@ under it (see `harness.pytest_plugin`). Patches replace a library object everywh
 """
 from __future__ import annotations
 
+import os
 import sys
 from dataclasses import dataclass
 from typing import Any, Callable
@@ -23,6 +24,23 @@ class Control:
 
 
 CONTROLS: dict[str, Control] = {}
+ENV = "RAG_HARNESS_CONTROL"  # set while a control runs, so subprocesses a test starts apply it too
+
+
+def active_control() -> str | None:
+    """The name of the negative control in force (in this process or inherited by a subprocess), if any."""
+    return os.environ.get(ENV) or None
+
+
+def apply_from_env() -> str | None:
+    """In a subprocess a test started (e.g. the CLI), apply the control named in the environment for the
+    process's lifetime. Returns its name, or None when no control is in force."""
+    name = active_control()
+    if name:
+        import pytest
+
+        get_control(name).apply(pytest.MonkeyPatch())
+    return name
 
 
 def control(name: str, *, breaks: str) -> Callable[[Callable[[Any], None]], Callable[[Any], None]]:
@@ -487,3 +505,289 @@ def _ndcg_off(mp: Any) -> None:
         return ranking._safe_div(m.gains[:, :k] @ disc, m.ideal[:, :k] @ disc)
 
     mp.setitem(ranking.MATRIX_METRICS, "ndcg", _ndcg)
+
+
+# ---------------------------------------------------------------- E2/E3/E4 experiments (runner, parsing, logging)
+@control("e2e4-services-ignore-given-llm", breaks="the runner answers with its dry-run model whatever LLM it is given")
+def _e2e4_ignore_llm(mp: Any) -> None:
+    from harness import runner
+
+    orig = runner.build_services
+    mp.setattr(runner, "build_services", lambda inputs, **kw: orig(inputs, **{**kw, "dry_run": True}))
+
+
+@control("dry-run-needs-api-key", breaks="the dry run refuses to start without an API key")
+def _dry_key(mp: Any) -> None:
+    from harness import runner
+
+    orig = runner.build_services
+
+    def build(inputs, **kw):
+        if kw.get("dry_run") and not any(k.endswith("_API_KEY") for k in os.environ):
+            raise runner.RunHalted("no API key configured")
+        return orig(inputs, **kw)
+
+    mp.setattr(runner, "build_services", build)
+
+
+@control("embedding-no-retry", breaks="a failed embedding batch is not retried")
+def _emb_no_retry(mp: Any) -> None:
+    from harness.embed import RetryingEmbedder
+
+    mp.setattr(RetryingEmbedder, "encode", lambda self, texts: self.inner.encode(list(texts)))
+
+
+@control("queries-schema-unchecked", breaks="query rows are not validated (an unknown query_type passes)")
+def _schema_off(mp: Any) -> None:
+    from harness.data import experiment
+
+    def load(path, *, strict=True, skips=None):
+        import json
+
+        rows = [json.loads(ln) for ln in open(path, encoding="utf-8") if ln.strip().startswith("{") and ln.strip().endswith("}")]
+        return [experiment.QueryInput.model_construct(**r) for r in rows]
+
+    replace_everywhere(mp, experiment.load_queries_jsonl, load)
+
+
+@control("query-types-not-identified", breaks="every query is labelled 'direct' whatever its type")
+def _types_off(mp: Any) -> None:
+    from harness.data import experiment
+
+    orig = experiment.load_experiment_inputs
+
+    def load(kb_dir, *, strict=True):
+        inputs = orig(kb_dir, strict=strict)
+        inputs.queries = [q.model_copy(update={"query_type": "direct"}) for q in inputs.queries]
+        return inputs
+
+    replace_everywhere(mp, orig, load)
+
+
+@control("chunks-lose-metadata", breaks="result chunks are written without their section")
+def _chunk_meta(mp: Any) -> None:
+    from harness.techniques import e2e4
+
+    orig = e2e4.chunk_record
+
+    def record(h):
+        rec = orig(h)
+        rec["metadata"]["section"] = ""
+        return rec
+
+    replace_everywhere(mp, orig, record)
+
+
+@control("chunk-metadata-wrong-file", breaks="result chunks name the page listed before their own")
+def _chunk_file(mp: Any) -> None:
+    from harness.techniques import e2e4
+
+    orig = e2e4.chunk_record
+
+    def record(h):
+        rec = orig(h)
+        name = rec["metadata"]["filename"]
+        rec["metadata"]["filename"] = "electronics_01.md" if name != "electronics_01.md" else "furniture_01.md"
+        return rec
+
+    replace_everywhere(mp, orig, record)
+
+
+@control("e2-generation-returns-empty", breaks="every fifth E2 answer is empty")
+def _e2_empty(mp: Any) -> None:
+    from harness.techniques.e2e4 import Experiment
+
+    orig = Experiment.generate
+    calls = {"n": 0}
+
+    def generate(self, query, hits):
+        calls["n"] += 1
+        answer, reasoning, structured = orig(self, query, hits)
+        return ("" if calls["n"] % 5 == 0 else answer), reasoning, structured
+
+    mp.setattr(Experiment, "generate", generate)
+
+
+@control("resume-ignores-done", breaks="a re-run does not read which queries are already done")
+def _resume_off(mp: Any) -> None:
+    from harness import runner
+
+    mp.setattr(runner, "completed_ids", lambda path: set())
+
+
+@control("runner-writes-torn-lines", breaks="every tenth result line is written without its closing brace")
+def _torn(mp: Any) -> None:
+    import json
+
+    from harness import runner
+
+    calls = {"n": 0}
+
+    def append(fh, row):
+        calls["n"] += 1
+        text = json.dumps(row, ensure_ascii=False)
+        fh.write((text[:-1] if calls["n"] % 10 == 0 else text) + "\n")
+        fh.flush()
+
+    mp.setattr(runner, "append_result", append)
+
+
+@control("runner-drops-results", breaks="every fiftieth result is never written")
+def _drop(mp: Any) -> None:
+    from harness import runner
+
+    orig = runner.append_result
+    calls = {"n": 0}
+
+    def append(fh, row):
+        calls["n"] += 1
+        if calls["n"] % 50:
+            orig(fh, row)
+
+    mp.setattr(runner, "append_result", append)
+
+
+@control("overwrite-ignored", breaks="--overwrite is ignored (done queries are skipped)")
+def _overwrite(mp: Any) -> None:
+    from harness import runner
+
+    orig = runner.run_experiments
+    replace_everywhere(mp, orig, lambda kb, out, **kw: orig(kb, out, **{**kw, "overwrite": False}))
+
+
+@control("runner-logs-to-console", breaks="the run logs to the console (stderr) instead of the log file")
+def _console(mp: Any) -> None:
+    import logging
+
+    from harness import runner
+
+    def file_logger(log_dir):
+        log = logging.getLogger(runner.LOG_NAME)
+        log.setLevel(logging.DEBUG)
+        for h in list(log.handlers):
+            log.removeHandler(h)
+        log.addHandler(logging.StreamHandler(sys.stderr))
+        return log
+
+    replace_everywhere(mp, runner.file_logger, file_logger)
+
+
+@control("log-lines-without-time", breaks="log lines carry neither a timestamp nor a level")
+def _bare_log(mp: Any) -> None:
+    import logging
+
+    from harness import runner
+
+    orig = runner.file_logger
+
+    def file_logger(log_dir):
+        log = orig(log_dir)
+        for h in log.handlers:
+            h.setFormatter(logging.Formatter("%(message)s"))
+        return log
+
+    replace_everywhere(mp, orig, file_logger)
+
+
+@control("errors-not-logged", breaks="failed queries are not logged as errors")
+def _no_errors(mp: Any) -> None:
+    import logging
+
+    from harness import runner
+
+    orig = runner.file_logger
+
+    def file_logger(log_dir):
+        log = orig(log_dir)
+        for h in log.handlers:
+            h.addFilter(lambda record: record.levelno < logging.ERROR)
+        return log
+
+    replace_everywhere(mp, orig, file_logger)
+
+
+@control("rows-missing-fields", breaks="result rows are written without their ground truth")
+def _rows_fields(mp: Any) -> None:
+    from harness import runner
+
+    orig = runner.append_result
+    mp.setattr(runner, "append_result", lambda fh, row: orig(fh, {k: v for k, v in row.items() if k != "ground_truth"}))
+
+
+@control("e4-discards-reasoning", breaks="E4 keeps the answer and drops the reasoning steps")
+def _e4_no_reasoning(mp: Any) -> None:
+    from harness.techniques.e2e4 import E4Reasoning
+
+    orig = E4Reasoning.generate
+
+    def generate(self, query, hits):
+        answer, _, structured = orig(self, query, hits)
+        return answer, None, structured
+
+    mp.setattr(E4Reasoning, "generate", generate)
+
+
+@control("os-specific-import", breaks="a library module imports fcntl (POSIX only)")
+def _fcntl(mp: Any) -> None:
+    from pathlib import Path
+
+    import harness
+
+    root = str(Path(harness.__file__).resolve().parent)
+    orig = Path.read_text
+
+    def read_text(self, *a, **kw):
+        text = orig(self, *a, **kw)
+        return "import fcntl\n" + text if str(self.resolve()).startswith(root) and self.name == "runner.py" else text
+
+    mp.setattr(Path, "read_text", read_text)
+
+
+@control("experiment-registry-ignored", breaks="the runner knows only its built-in experiments")
+def _registry(mp: Any) -> None:
+    from harness.techniques import e2e4
+
+    replace_everywhere(mp, e2e4.register_experiment, lambda cls: cls)
+
+
+@control("chunker-one-chunk-per-page", breaks="each page is indexed as a single chunk")
+def _one_chunk(mp: Any) -> None:
+    from harness import chunking
+
+    orig = chunking.chunk_markdown
+    replace_everywhere(mp, orig, lambda text, name, *a, **kw: orig(text, name, *a, **kw)[:1])
+
+
+@control("index-stores-wrong-vectors", breaks="the index stores each chunk with its neighbour's vector")
+def _wrong_vectors(mp: Any) -> None:
+    from harness.index.lancedb_store import LanceStore
+
+    orig = LanceStore.index
+
+    def index(self, items, embedder, *a, **kw):
+        class Rolled:
+            name, dim = getattr(embedder, "name", "x") + "+rolled", getattr(embedder, "dim", None)
+
+            def encode(self_, texts):
+                return np.roll(embedder.encode(texts), 1, axis=0)
+
+        return orig(self, items, Rolled(), *a, **kw)
+
+    mp.setattr(LanceStore, "index", index)
+
+
+@control("retrieval-order-random", breaks="retrieved chunks come back in an unseeded random order")
+def _random_order(mp: Any) -> None:
+    import random
+
+    from harness.techniques.e2e4 import E2Standard
+
+    orig = E2Standard.retrieve
+
+    def retrieve(self, query):
+        hits, ms, rr = orig(self, query)
+        hits = list(hits)
+        random.SystemRandom().shuffle(hits)
+        return hits, ms, rr
+
+    mp.setattr(E2Standard, "retrieve", retrieve)

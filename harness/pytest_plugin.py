@@ -198,7 +198,7 @@ def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None):
 def _run_under_control(item: pytest.Item, spec_: Spec) -> dict[str, Any]:
     from _pytest.runner import runtestprotocol
 
-    from harness.controls import get_control, restore_everywhere
+    from harness.controls import ENV, get_control, restore_everywhere
 
     out: dict[str, Any] = {"spec_id": spec_.id, "control": spec_.control or None, "nodeid": item.nodeid}
     if spec_.kind == "property":
@@ -210,6 +210,7 @@ def _run_under_control(item: pytest.Item, spec_: Spec) -> dict[str, Any]:
     item.stash[CONTROL_KEY] = state
     mp = pytest.MonkeyPatch()
     try:
+        mp.setenv(ENV, ctl.name)
         ctl.apply(mp)
         # tear down to the item's parent: its function-scoped fixtures go, wider ones stay for the real run
         reports = runtestprotocol(item, log=False, nextitem=item.parent)  # type: ignore[arg-type]
@@ -235,7 +236,9 @@ def _run_under_control(item: pytest.Item, spec_: Spec) -> dict[str, Any]:
 def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):
     state = item.stash.get(CONTROL_KEY, None)
     if state is not None and call.when == "call" and call.excinfo is not None:
-        state["exc"] = "assertion" if call.excinfo.errisinstance(AssertionError) else call.excinfo.typename
+        # an assert, a failed check, pytest.fail or a pytest.raises that did not raise: the test's check failed
+        failed_check = call.excinfo.errisinstance((AssertionError, pytest.fail.Exception))
+        state["exc"] = "assertion" if failed_check else call.excinfo.typename
     return (yield)
 
 

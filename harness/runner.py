@@ -29,6 +29,7 @@ class RunSummary:
     written: dict[str, int] = field(default_factory=dict)
     skipped_done: dict[str, int] = field(default_factory=dict)
     failed: dict[str, list[str]] = field(default_factory=dict)
+    empty: dict[str, list[str]] = field(default_factory=dict)  # of `failed`: the model's answer was empty
     index_seconds: float = 0.0
     chunks: int = 0
     seconds: float = 0.0
@@ -156,7 +157,7 @@ def run_experiments(kb_dir: str | Path, out_dir: str | Path, *, experiments: Seq
             path.unlink()
         done = completed_ids(path)
         summary.skipped_done[name] = sum(q.query_id in done for q in queries)
-        summary.written[name], summary.failed[name] = 0, []
+        summary.written[name], summary.failed[name], summary.empty[name] = 0, [], []
         with path.open("a", encoding="utf-8") as fh:
             for i, q in enumerate(queries, 1):
                 if q.query_id in done:
@@ -176,6 +177,7 @@ def run_experiments(kb_dir: str | Path, out_dir: str | Path, *, experiments: Seq
                 if not o.answer.strip():
                     log.error("%s %s: empty answer from the model; not recorded", name, q.query_id)
                     summary.failed[name].append(q.query_id)
+                    summary.empty[name].append(q.query_id)
                     continue
                 row = {"query_id": q.query_id, "experiment": name, "query": q.query,
                        "retrieved_chunks": [chunk_record(h) for h in o.hits], "llm_answer": o.answer,

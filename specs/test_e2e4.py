@@ -35,6 +35,8 @@ def guarded(self, addr):
         raise OSError("network blocked")
     return _orig(self, addr)
 socket.socket.connect = guarded
+from harness.controls import apply_from_env
+apply_from_env()  # a negative control the test runs under reaches this fresh interpreter too
 from harness.cli import main
 sys.exit(main(sys.argv[2:]))
 """
@@ -44,10 +46,23 @@ def rows(path: Path) -> list[dict]:
     return [json.loads(line) for line in path.read_text().splitlines()]
 
 
-@pytest.fixture(scope="module")
+_DRY_RUNS: dict = {}
+
+
+@pytest.fixture
 def dry_run(tmp_path_factory):
     """One dry run of all three experiments over the 150 queries, as a user runs it (the CLI in a fresh
-    interpreter with no API keys, sockets refusing any non-loopback address)."""
+    interpreter with no API keys, sockets refusing any non-loopback address); one per negative control in force
+    (harness.controls), shared by the tests otherwise."""
+    from harness.controls import active_control
+
+    key = active_control()
+    if key not in _DRY_RUNS:
+        _DRY_RUNS[key] = _dry_run(tmp_path_factory)
+    return _DRY_RUNS[key]
+
+
+def _dry_run(tmp_path_factory):
     d = tmp_path_factory.mktemp("dry")
     env = {k: v for k, v in os.environ.items() if not k.endswith("_API_KEY")}
     t0 = time.perf_counter()
@@ -66,7 +81,8 @@ def test_initialises_with_keys(tmp_path, scripted_llm, hashing_embedder, check):
     llm = scripted_llm(lambda m, p: "30 days [Source 1]", name="e2e4-keys", api_key="sk-present")
     s = run_experiments(KB, tmp_path / "out", experiments=["e2"], llm=llm, model=llm.label, limit=3,
                         log_dir=tmp_path / "logs", embedder=hashing_embedder)
-    check("E2E4-FR1-1", s.written["e2"] == 3)
+    answers = [r["llm_answer"] for r in rows(tmp_path / "out" / FILES["e2"])]
+    check("E2E4-FR1-1", s.written["e2"] == 3 and answers == ["30 days [Source 1]"] * 3, answers=answers)
 
 
 @pytest.mark.spec("E2E4-FR1-2")
@@ -76,8 +92,8 @@ def test_dry_run_without_keys(dry_run, check):
 
 @pytest.mark.spec("E2E4-FR1-3")
 def test_services_ready_before_first_query(dry_run, check):
-    text = dry_run["log"].read_text()
-    check("E2E4-FR1-3", 0 <= text.index("Indexed ") < text.index("Processing E2 query 1/"))
+    text = dry_run["log"].read_text() if dry_run["log"].exists() else ""
+    check("E2E4-FR1-3", 0 <= text.find("Indexed ") < text.find("Processing E2 query 1/"))
 
 
 @pytest.mark.spec("E2E4-FR2-4")
@@ -97,9 +113,12 @@ def test_indexing_survives_embedding_failures(tmp_path, hashing_embedder, check)
 
     sleeps: list[float] = []
     emb = RetryingEmbedder(Flaky(), sleep=sleeps.append)
-    stats = index_kb(load_experiment_inputs(KB), LanceStore(tmp_path / "db", "kb"), emb)
+    try:
+        rows_indexed = index_kb(load_experiment_inputs(KB), LanceStore(tmp_path / "db", "kb"), emb).rows
+    except ConnectionError:
+        rows_indexed = 0
+    check("E2E4-FR2-4", rows_indexed > 0, sleeps=sleeps)
     assert sleeps == [1.0, 2.0] and emb.retries == 2
-    check("E2E4-FR2-4", stats.rows > 0)
 
 
 @pytest.mark.spec("E2E4-FR3-2")
@@ -122,7 +141,7 @@ def test_schema_validation_catches_malformed(tmp_path, check):
 
 @pytest.mark.spec("E2E4-FR3-3")
 def test_query_types_identified(dry_run, check):
-    types = sorted({r["metadata"]["query_type"] for r in rows(dry_run["out"] / FILES["e2"])})
+    types = sorted({str(r["metadata"].get("query_type")) for r in rows(dry_run["out"] / FILES["e2"])})
     check("E2E4-FR3-3", types)
 
 
@@ -134,9 +153,15 @@ def test_chunks_carry_metadata(dry_run, check):
 
 
 @pytest.mark.spec("E2E4-FR4-3")
-def test_answers_non_empty(dry_run, check):
-    answers = [r["llm_answer"] for e in FILES.values() for r in rows(dry_run["out"] / e)]
-    check("E2E4-FR4-3", float(np.mean([isinstance(a, str) and bool(a.strip()) for a in answers])), n=len(answers))
+def test_answers_non_empty(tmp_path, check):
+    """Over every query the runner attempted, not only the rows it wrote: it drops an empty answer (counted in
+    the summary as a failure), so the written file alone would always read 100%."""
+    s = run_experiments(KB, tmp_path / "out", dry_run=True, log_dir=tmp_path / "logs", limit=30)
+    written = sum(s.written.values())
+    empty = sum(len(v) for v in s.empty.values())
+    answers = [r["llm_answer"] for e in FILES.values() for r in rows(tmp_path / "out" / e)]
+    assert all(isinstance(a, str) and a.strip() for a in answers)
+    check("E2E4-FR4-3", written / (written + empty), n=written + empty, empty=empty)
 
 
 @pytest.mark.spec("E2E4-FR4-4")
@@ -288,12 +313,18 @@ def test_new_variant_without_runner_change(tmp_path, check):
             hits, ms, _ = super().retrieve(query)
             return hits[:3], ms, None
 
+    from harness.runner import RunHalted
+
     try:
         s = run_experiments(KB, tmp_path / "out", experiments=["e5"], dry_run=True, log_dir=tmp_path / "l", limit=5)
         out = rows(tmp_path / "out" / "e5_top3.jsonl")
-        check("E2E4-NFR-extensibility", s.written["e5"] == 5 and all(len(r["retrieved_chunks"]) == 3 for r in out))
+        ok = s.written["e5"] == 5 and all(len(r["retrieved_chunks"]) == 3 for r in out)
+    except RunHalted as err:
+        ok = False
+        assert "unknown experiment" in str(err)
     finally:
         EXPERIMENTS.pop("e5", None)
+    check("E2E4-NFR-extensibility", ok)
 
 
 def test_parse_e4_fallbacks():
@@ -307,7 +338,7 @@ def test_parse_e4_fallbacks():
     r, structured = parse_e4(truncated)
     assert not structured and r.answer == "30 days" and r.reasoning_steps == 'Step 1: the "returns" page says 30 days.'
     r, _ = parse_e4("```\nThe page says 14 days.\n```")
-    assert r.answer == "The page says 14 days."
+    assert r.answer == "The page says 14 days." and r.reasoning_steps == "", "an answer alone is not reasoning"
 
 
 def test_e4_fallback_prefers_the_answer_to_the_question():

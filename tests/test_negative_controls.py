@@ -2,8 +2,8 @@
 the thing it is named after), or the spec is a declared `property`.
 
 The run-time meta-tests run the project's own spec tests under `pytest --negative-controls` in a subprocess and
-read the verdicts from results.json. E2E4 specs have no controls yet (issue #15 is open for them): they are
-excluded here and listed by a strict xfail, which starts failing the day they get controls.
+read the verdicts from results.json. Specs without a control yet (issue #15 stays open for them) are named in
+PENDING, their tests deselected here, and listed by a strict xfail that starts failing the day they get one.
 """
 from __future__ import annotations
 
@@ -20,11 +20,16 @@ from harness.controls import CONTROLS
 
 ROOT = Path(__file__).resolve().parents[1]
 CATALOGUE = load_catalogue([ROOT / "specs"])
-PENDING_PREFIX = "E2E4-"  # controls still to be written (issue #15)
+# No control yet: FR1-3 needs the index built lazily inside the CLI's process; FR7-4 / SC-5 need a dry run that
+# calls the network, which a control must not do here (the guard would be all that stands between it and a
+# non-loopback address). Benchmark-only specs: their inputs are session fixtures a re-run cannot reach.
+PENDING = {"E2E4-FR1-3", "E2E4-FR7-4", "E2E4-SC-5"}
+PENDING_TESTS = ["specs/test_e2e4.py::test_services_ready_before_first_query",
+                 "specs/test_e2e4.py::test_no_network_during_dry_run"]
 
 
 def _pending(spec) -> bool:
-    return spec.id.startswith(PENDING_PREFIX) or spec.marker == "benchmark" and not spec.control
+    return spec.id in PENDING or spec.marker == "benchmark" and not spec.control
 
 
 @pytest.mark.unit
@@ -38,14 +43,15 @@ def test_every_spec_names_a_registered_control_or_is_a_property():
 
 
 @pytest.mark.unit
-@pytest.mark.xfail(strict=True, reason="issue #15: E2E4 and most benchmark specs have no negative control yet")
+@pytest.mark.xfail(strict=True, reason="issue #15: three E2E4 specs and most benchmark specs have no control yet")
 def test_pending_specs_have_controls():
     assert not [s.id for s in CATALOGUE if _pending(s)]
 
 
 def _run_under_controls(tmp_path: Path, markexpr: str) -> tuple[subprocess.CompletedProcess, dict]:
     out = tmp_path / "controls"
-    cmd = [sys.executable, "-m", "pytest", "specs", "tests/test_metrics.py", "-m", markexpr, "-k", "not e2e4",
+    cmd = [sys.executable, "-m", "pytest", "specs", "tests/test_metrics.py", "-m", markexpr,
+           *[a for t in PENDING_TESTS for a in ("--deselect", t)],
            "--negative-controls", "--report-dir", str(out), "-p", "no:cacheprovider", "-q", "-n", "2",
            "--spec-coverage", "off"]
     env = {**os.environ, "HF_HUB_OFFLINE": "1"}
@@ -57,8 +63,8 @@ def _run_under_controls(tmp_path: Path, markexpr: str) -> tuple[subprocess.Compl
 def _assert_all_killed(proc: subprocess.CompletedProcess, results: dict, tier: str) -> None:
     tail = proc.stdout[-3000:] + proc.stderr[-2000:]
     rows = {r["id"]: r for r in results.get("specs", [])}
-    ran = [r for r in rows.values() if r.get("control") and not r["id"].startswith(PENDING_PREFIX)]
-    expected = {s.id for s in CATALOGUE if s.marker == tier and not s.id.startswith(PENDING_PREFIX)}
+    ran = [r for r in rows.values() if r.get("control") and r["id"] not in PENDING]
+    expected = {s.id for s in CATALOGUE if s.marker == tier and s.id not in PENDING}
     assert expected <= {r["id"] for r in ran}, f"specs whose tests did not run under a control: " \
                                                f"{sorted(expected - {r['id'] for r in ran})}\n{tail}"
     bad = {r["id"]: r["control"] for r in ran if r["control"]["outcome"] not in ("killed", "property")}

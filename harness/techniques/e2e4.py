@@ -82,21 +82,22 @@ def _json_field(name: str, text: str) -> str | None:
 
 def parse_e4(text: str) -> tuple[E4Response, bool]:
     """Structured E4 output; tolerant fallbacks for small models, in order: the fields of broken or
-    truncated JSON, 'Reasoning: ... Answer: ...', or the whole text as reasoning and its last line
-    (not a code fence) as the answer. Returns (response, parsed_as_json)."""
+    truncated JSON, 'Reasoning: ... Answer: ...', or the last line (not a code fence) as the answer and
+    the lines before it as the reasoning (empty when there are none: an answer alone is not reasoning).
+    Returns (response, parsed_as_json)."""
     try:
         return E4Response.model_validate_json(extract_json(text)), True
     except ValueError:
         pass
     answer = _json_field("answer", text)
     if answer:
-        return E4Response(reasoning_steps=_json_field("reasoning_steps", text) or text.strip(), answer=answer), False
+        return E4Response(reasoning_steps=_json_field("reasoning_steps", text) or "", answer=answer), False
     m = _STEP.search(text.strip())
     if m:
         return E4Response(reasoning_steps=m.group(1).strip(), answer=m.group(2).strip()), False
     lines = [ln.strip() for ln in text.strip().splitlines() if ln.strip() and not _FENCE.match(ln.strip())]
     answer = lines[-1] if lines else ""
-    return E4Response(reasoning_steps=text.strip(), answer=answer), False
+    return E4Response(reasoning_steps="\n".join(lines[:-1]), answer=answer), False
 
 
 def best_e4(*texts: str) -> E4Response:
