@@ -564,33 +564,29 @@ def _types_off(mp: Any) -> None:
     replace_everywhere(mp, orig, load)
 
 
-@control("chunks-lose-metadata", breaks="result chunks are written without their section")
-def _chunk_meta(mp: Any) -> None:
+def _edit_chunk_metadata(mp: Any, edit: Callable[[dict[str, Any]], None]) -> None:
+    """Patch `chunk_record` so that `edit` rewrites each written chunk's metadata."""
     from harness.techniques import e2e4
 
     orig = e2e4.chunk_record
 
     def record(h):
         rec = orig(h)
-        rec["metadata"]["section"] = ""
+        edit(rec["metadata"])
         return rec
 
     replace_everywhere(mp, orig, record)
+
+
+@control("chunks-lose-metadata", breaks="result chunks are written without their section")
+def _chunk_meta(mp: Any) -> None:
+    _edit_chunk_metadata(mp, lambda meta: meta.update(section=""))
 
 
 @control("chunk-metadata-wrong-file", breaks="result chunks name the page listed before their own")
 def _chunk_file(mp: Any) -> None:
-    from harness.techniques import e2e4
-
-    orig = e2e4.chunk_record
-
-    def record(h):
-        rec = orig(h)
-        name = rec["metadata"]["filename"]
-        rec["metadata"]["filename"] = "electronics_01.md" if name != "electronics_01.md" else "furniture_01.md"
-        return rec
-
-    replace_everywhere(mp, orig, record)
+    _edit_chunk_metadata(mp, lambda meta: meta.update(
+        filename="electronics_01.md" if meta["filename"] != "electronics_01.md" else "furniture_01.md"))
 
 
 @control("e2-generation-returns-empty", breaks="every fifth E2 answer is empty")
@@ -672,10 +668,8 @@ def _console(mp: Any) -> None:
     replace_everywhere(mp, runner.file_logger, file_logger)
 
 
-@control("log-lines-without-time", breaks="log lines carry neither a timestamp nor a level")
-def _bare_log(mp: Any) -> None:
-    import logging
-
+def _edit_log_handlers(mp: Any, edit: Callable[[Any], None]) -> None:
+    """Patch the runner's `file_logger` so that `edit` changes each handler of the logger it returns."""
     from harness import runner
 
     orig = runner.file_logger
@@ -683,27 +677,24 @@ def _bare_log(mp: Any) -> None:
     def file_logger(log_dir):
         log = orig(log_dir)
         for h in log.handlers:
-            h.setFormatter(logging.Formatter("%(message)s"))
+            edit(h)
         return log
 
     replace_everywhere(mp, orig, file_logger)
+
+
+@control("log-lines-without-time", breaks="log lines carry neither a timestamp nor a level")
+def _bare_log(mp: Any) -> None:
+    import logging
+
+    _edit_log_handlers(mp, lambda h: h.setFormatter(logging.Formatter("%(message)s")))
 
 
 @control("errors-not-logged", breaks="failed queries are not logged as errors")
 def _no_errors(mp: Any) -> None:
     import logging
 
-    from harness import runner
-
-    orig = runner.file_logger
-
-    def file_logger(log_dir):
-        log = orig(log_dir)
-        for h in log.handlers:
-            h.addFilter(lambda record: record.levelno < logging.ERROR)
-        return log
-
-    replace_everywhere(mp, orig, file_logger)
+    _edit_log_handlers(mp, lambda h: h.addFilter(lambda record: record.levelno < logging.ERROR))
 
 
 @control("rows-missing-fields", breaks="result rows are written without their ground truth")

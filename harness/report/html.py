@@ -5,6 +5,8 @@ import datetime as _dt
 from html import escape
 from typing import Any, Iterable
 
+from harness.report.terminal import counts_text, needed_text
+
 _CSS = """
 body{font:14px/1.45 system-ui,-apple-system,Segoe UI,Roboto,sans-serif;margin:24px;color:#1d2430;background:#fafbfc}
 h1{font-size:22px;margin:0 0 4px}h2{font-size:17px;margin:28px 0 8px;border-bottom:1px solid #dde2ea;padding-bottom:4px}
@@ -98,18 +100,6 @@ def _latency_charts(measures: Iterable[dict[str, Any]]) -> str:
 _VERDICT_COLOUR = {"supported": "#2e8b57", "refuted": "#c0392b", "inconclusive": "#c99700"}
 
 
-def _needed(e: dict[str, Any]) -> str:
-    from harness.report.terminal import needed_text
-
-    return needed_text(e)
-
-
-def _counts(e: dict[str, Any]) -> str:
-    from harness.report.terminal import counts_text
-
-    return counts_text(e)
-
-
 def _rates(r: dict[str, Any]) -> str:
     f, e = r.get("fallback_rate"), r.get("error_rate")
     if not isinstance(f, (int, float)) and not isinstance(e, (int, float)):
@@ -125,8 +115,8 @@ def _spec_cells(r: dict[str, Any], first: str, tier: str, cond: str) -> str:
             f"<td class=num>{_e(r.get('value')) or 'n/a'}</td><td>{escape(cond)}</td>"
             f"<td class=num>{_e(r.get('ci'))}</td><td class=num>{_e(r.get('iqr'))}</td>"
             f"<td class=num>{_e(r.get('p_value'))}{_paren(r.get('p_holm'))}</td>"
-            f"<td class=num>{_e(r.get('n'))}{_paren(r.get('mde'))}</td><td class=num>{escape(_needed(r))}</td>"
-            f"<td class=num>{escape(_counts(r))}</td><td class=num>{escape(_rates(r))}</td>"
+            f"<td class=num>{_e(r.get('n'))}{_paren(r.get('mde'))}</td><td class=num>{escape(needed_text(r))}</td>"
+            f"<td class=num>{escape(counts_text(r))}</td><td class=num>{escape(_rates(r))}</td>"
             f"<td>{_e(r.get('model'))}</td><td>{_e(r.get('dataset'))}</td>"
             f"<td class=msg>{escape(note)}</td>")
 

@@ -60,19 +60,17 @@ def _entry(spec: Spec, rec: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def _worst(verdicts: list[str]) -> str:
-    return min(verdicts, key=lambda v: _RANK.get(v, 99))
-
-
 def _holm(rows: list[dict[str, Any]], catalogue: Catalogue, alpha: float = 0.05) -> None:
     """Holm-adjust the p-values of every comparative (spec, dataset) entry; re-decide `test`-rule entries."""
     from harness.stats import holm
 
+    def p_of(spec: Spec, entry: dict[str, Any]) -> Any:
+        """The p-value that enters the family: the declared test's for a `test` rule, else the displayed one."""
+        return entry.get("p_test") if spec.decision.rule == "test" else entry.get("p_value")
+
     family = [(r, e) for r in rows if catalogue[r["id"]].comparative for e in r["datasets"]
-              if isinstance(e.get("p_test") if catalogue[r["id"]].decision.rule == "test" else e.get("p_value"),
-                            (int, float))]
-    ps = [e["p_test"] if catalogue[r["id"]].decision.rule == "test" else e["p_value"] for r, e in family]
-    _, adjusted = holm(ps, alpha)
+              if isinstance(p_of(catalogue[r["id"]], e), (int, float))]
+    _, adjusted = holm([p_of(catalogue[r["id"]], e) for r, e in family], alpha)
     for (r, e), adj in zip(family, adjusted):
         e["p_holm"] = adj
         spec = catalogue[r["id"]]

@@ -45,11 +45,12 @@ def _line(label: str, tier: str, e: dict[str, Any], cond: str) -> str:
     p = _fmt(e.get("p_value"))
     if e.get("p_holm") is not None:
         p += f" ({_fmt(e.get('p_holm'))})"
+    counts, needed = counts_text(e), needed_text(e)
     extra = "  ".join(x for x in (
         f"n={_fmt(e.get('n'))}" if e.get("n") is not None else "",
         f"p={p}" if p else "",
-        f"q±={counts_text(e)}" if counts_text(e) else "",
-        f"needed={needed_text(e)}" if needed_text(e) else "",
+        f"q±={counts}" if counts else "",
+        f"needed={needed}" if needed else "",
         f"fallback={e['fallback_rate']:.0%}" if isinstance(e.get("fallback_rate"), (int, float)) else "",
         f"errors={e['error_rate']:.0%}" if isinstance(e.get("error_rate"), (int, float)) else "",
         f"dataset={e['dataset']}" if e.get("dataset") else "",

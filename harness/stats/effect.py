@@ -63,12 +63,9 @@ def paired_t_pvalue(d: np.ndarray) -> float:
     """Two-sided one-sample t-test of mean(d) = 0; all-zero d → 1.0, zero spread with nonzero mean → 0.0."""
     if len(d) < 2:
         return float("nan") if len(d) == 0 or d[0] != 0 else 1.0
-    if np.ptp(d) == 0:
+    if np.ptp(d) == 0:  # no spread: std() would not be exactly 0 for e.g. three copies of 0.2
         return 1.0 if d[0] == 0 else 0.0
-    sd = float(d.std(ddof=1))
-    if sd == 0.0:
-        return 1.0 if float(d.mean()) == 0.0 else 0.0
-    t = float(d.mean()) / (sd / math.sqrt(len(d)))
+    t = float(d.mean()) / (float(d.std(ddof=1)) / math.sqrt(len(d)))
     return float(2 * _st.t.sf(abs(t), len(d) - 1))
 
 

@@ -27,7 +27,6 @@ from harness.stats.effect import Effect
 RULES = ("ci", "test", "estimate")
 TESTS = ("t", "permutation", "wilcoxon", "mcnemar")
 DIRECTIONAL = (">=", ">", "<=", "<")
-VERDICTS = ("supported", "refuted", "inconclusive")
 _CAP = 10**9
 MAX_FALLBACK_RATE = 0.10
 
