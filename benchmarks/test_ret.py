@@ -6,6 +6,7 @@ from __future__ import annotations
 import random
 import re
 import statistics
+import time
 from pathlib import Path
 
 import numpy as np
@@ -14,12 +15,14 @@ import pytest
 from harness.data import load_experiment_inputs
 from harness.data.retail_kb import CATEGORIES
 from harness.index.lancedb_store import LanceStore
-from harness.metrics.text import answer_match, normalize_answer
+from harness.metrics.text import answer_match
 from harness.retrieval import Retriever
-from harness.stats import kendall_tau, mcnemar
+from harness.stats import mcnemar
 from harness.stats.effect import paired_effect, proportion_effect
 from harness.techniques.e2e4 import index_kb
 from harness.techniques.ret import RET, fingerprint_coverage, mcq_blend, synthesis_prompt, tokens
+from harness.techniques.ret_eval import (ArmRun, added_cost_ratio, added_latency, fingerprint_recall_lift,
+                                         hypothesis_option, paired_taus)
 from harness.types import Trace
 
 pytestmark = pytest.mark.benchmark
@@ -69,9 +72,15 @@ def option_coverage(option: str, res) -> float | None:
     return max((fingerprint_coverage(d.text, fps) for d in res.docs), default=0.0)
 
 
+def _run(question_id: str, correct: bool, res, q, seconds: float, trace: Trace) -> ArmRun:
+    return ArmRun(question_id, correct, [int(relevant(h, q)) for h in res.docs[:10]], seconds,
+                  None if trace.unpriced_calls else trace.cost_usd, trace.prompt_tokens + trace.completion_tokens)
+
+
 @pytest.fixture(scope="module")
 def ret_study(uncached_llm, embedder, harness_config, tmp_path_factory):
-    """Matched pairs, uncached: RET-GATE-6 is a latency figure and a cache hit would hide the model's time."""
+    """Matched pairs, uncached: RET-GATE-6 is a latency figure and a cache hit would hide the model's time.
+    Each run's wall time covers every call of the arm: retrieval, the RET calls and the choice / answer."""
     llm = uncached_llm
     inputs = load_experiment_inputs(KB)
     store = LanceStore(tmp_path_factory.mktemp("ret-db"), "kb")
@@ -83,29 +92,29 @@ def ret_study(uncached_llm, embedder, harness_config, tmp_path_factory):
     # the tiny local models cannot produce RET's JSON; they get the few-shot completion prompts
     variant = "completion" if llm.label.startswith("local/") else harness_config.ret.prompt_variant
     settings = harness_config.ret.model_copy(update={"prompt_variant": variant})
-    off = RET(llm, settings.model_copy(update={"enable_ret": False}))
-    on = RET(llm, settings.model_copy(update={"enable_ret": True}))
+    arms = {"off": RET(llm, settings.model_copy(update={"enable_ret": False})),
+            "on": RET(llm, settings.model_copy(update={"enable_ret": True}))}
     rows = []
     for q, options, gold in mcq:
-        for arm, ret in (("off", off), ("on", on)):
-            trace = Trace()
+        for arm, ret in arms.items():
+            trace, t0 = Trace(), time.perf_counter()
             res = ret.select(q.query, retriever, trace=trace)
             pick = choose(llm, q.query, options, res.docs, res.table, trace)
             scores = [mcq_blend(1.0 if pick == i else 0.0, lexical(o, res.docs), option_coverage(o, res)
                                 if arm == "on" else None) for i, o in enumerate(options)]
-            rows.append({"set": "mcq", "arm": arm, "q": q, "res": res, "correct": int(np.argmax(scores)) == gold,
-                         "gold": options[gold], "seconds": trace.seconds(),
-                         "tokens": trace.prompt_tokens + trace.completion_tokens})
+            correct = int(np.argmax(scores)) == gold
+            rows.append({"set": "mcq", "arm": arm, "q": q, "res": res, "options": options, "gold_index": gold,
+                         "run": _run(q.query_id, correct, res, q, time.perf_counter() - t0, trace)})
     for q in open_qa:
-        for arm, ret in (("off", off), ("on", on)):
-            trace = Trace()
+        for arm, ret in arms.items():
+            trace, t0 = Trace(), time.perf_counter()
             res = ret.select(q.query, retriever, trace=trace)
             answer = llm.complete(synthesis_prompt(q.query, res.docs[:5], res.table), max_tokens=64, trace=trace).text
             parts = [p.strip() for p in q.ground_truth.split(";")]
-            rows.append({"set": "open", "arm": arm, "q": q, "res": res, "correct": all(answer_match(answer, p) for p in parts),
-                         "gold": q.ground_truth, "seconds": trace.seconds(),
-                         "tokens": trace.prompt_tokens + trace.completion_tokens})
-    return {"rows": rows, "model": llm.label, "prompt_variant": variant}
+            correct = all(answer_match(answer, p) for p in parts)
+            rows.append({"set": "open", "arm": arm, "q": q, "res": res,
+                         "run": _run(q.query_id, correct, res, q, time.perf_counter() - t0, trace)})
+    return {"rows": rows, "model": llm.label, "prompt_variant": variant, "price": llm.price}
 
 
 def _arms(study, subset=None):
@@ -113,51 +122,52 @@ def _arms(study, subset=None):
     return [r for r in rows if r["arm"] == "off"], [r for r in rows if r["arm"] == "on"]
 
 
+def _runs(study, subset=None):
+    off, on = _arms(study, subset)
+    return [r["run"] for r in off], [r["run"] for r in on]
+
+
 def _ctx(study, **kw):
     skipped = {}
     for r in study["rows"]:
         if r["arm"] == "on" and r["res"].skip_reason:
             skipped[r["res"].skip_reason] = skipped.get(r["res"].skip_reason, 0) + 1
+    on = [r for r in study["rows"] if r["arm"] == "on"]
     return {"model": study["model"], "dataset": "retail_kb (derived MCQ + multi-hop open QA)", "ret_skips": skipped,
+            "ret_skip_rate": sum(skipped.values()) / len(on) if on else float("nan"),
             "prompt_variant": study["prompt_variant"], **kw}
 
 
 @pytest.mark.spec("RET-GATE-1")
 def test_accuracy_delta(ret_study, check):
-    off, on = _arms(ret_study, "mcq")
-    a, b = np.array([r["correct"] for r in on]), np.array([r["correct"] for r in off])
+    off, on = _runs(ret_study, "mcq")
+    a, b = np.array([r.correct for r in on]), np.array([r.correct for r in off])
     mc = mcnemar(a, b)
-    o_off, o_on = _arms(ret_study, "open")
+    o_off, o_on = _runs(ret_study, "open")
     effect = paired_effect(a.astype(float), b.astype(float), binary=True, seed=1)
     check("RET-GATE-1", effect, **_ctx(ret_study, available=len(a), mcnemar_exact_p=mc.p_value,
                                        mcq_accuracy_off=float(b.mean()),
                                        mcq_accuracy_on=float(a.mean()),
-                                       open_qa_accuracy_off=float(np.mean([r["correct"] for r in o_off] or [0])),
-                                       open_qa_accuracy_on=float(np.mean([r["correct"] for r in o_on] or [0]))))
+                                       open_qa_accuracy_off=float(np.mean([r.correct for r in o_off] or [0])),
+                                       open_qa_accuracy_on=float(np.mean([r.correct for r in o_on] or [0]))))
 
 
 @pytest.mark.spec("RET-GATE-2")
 def test_fingerprint_recall_lift(ret_study, check):
-    off, on = _arms(ret_study)
-    hits_off = sum(relevant(h, r["q"]) for r in off for h in r["res"].docs[:10])
-    hits_on = sum(relevant(h, r["q"]) for r in on for h in r["res"].docs[:10])
-    check("RET-GATE-2", hits_on / hits_off if hits_off else float("nan"),
-          **_ctx(ret_study, n=len(on), relevant_docs_off=hits_off, relevant_docs_on=hits_on))
-
-
-def _tau(rows) -> float:
-    taus = []
-    for r in rows:
-        labels = [int(relevant(h, r["q"])) for h in r["res"].docs[:10]]
-        if 0 < sum(labels) < len(labels):
-            taus.append(kendall_tau([-i for i in range(len(labels))], labels))
-    return float(np.mean(taus)) if taus else 0.0
+    fig = fingerprint_recall_lift(*_runs(ret_study))
+    check("RET-GATE-2", fig.value, **_ctx(ret_study, n=fig.n, subset="questions the baseline answers wrongly",
+                                          **fig.detail))
 
 
 @pytest.mark.spec("RET-GATE-3")
 def test_selection_rank_correlation(ret_study, check):
-    off, on = _arms(ret_study)
-    check("RET-GATE-3", _tau(on) - _tau(off), **_ctx(ret_study, n=len(on), tau_off=_tau(off), tau_on=_tau(on)))
+    tau_on, tau_off, undefined = paired_taus(*_runs(ret_study))
+    if len(tau_on) < 2:
+        check("RET-GATE-3", float("nan"), **_ctx(ret_study, n=len(tau_on), undefined=undefined,
+                                                 reason="fewer than 2 questions with tau defined in both arms"))
+        return
+    check("RET-GATE-3", paired_effect(tau_on, tau_off, seed=1),
+          **_ctx(ret_study, undefined=undefined, tau_off=float(tau_off.mean()), tau_on=float(tau_on.mean())))
 
 
 @pytest.mark.spec("RET-GATE-4")
@@ -166,31 +176,31 @@ def test_hypothesis_answer_alignment(ret_study, check):
     aligned = []
     for r in on:
         res = r["res"]
-        if not r["correct"] or res.skip_reason or not res.hypotheses:
+        if not r["run"].correct or res.skip_reason or not res.hypotheses:
             continue
         top = max(res.hypotheses, key=lambda h: max((fingerprint_coverage(d.text, res.fingerprints.get(h.hypothesis, []))
                                                       for d in res.docs), default=0.0))
-        aligned.append(normalize_answer(r["gold"]) in normalize_answer(top.hypothesis)
-                       or normalize_answer(top.hypothesis) in normalize_answer(r["gold"]))
+        aligned.append(hypothesis_option(top.hypothesis, r["options"]) == r["gold_index"])
     rate = float(np.mean(aligned)) if aligned else float("nan")
     check("RET-GATE-4", proportion_effect(aligned), **_ctx(ret_study, available=len(aligned),
+                                                           matching="token F1, best option, ties unmatched",
                                                            flag_below_50=bool(aligned) and rate < 0.5))
 
 
 @pytest.mark.spec("RET-GATE-5")
 def test_added_cost(ret_study, check):
-    off, on = _arms(ret_study)
-    base_tokens = sum(r["tokens"] for r in off)
-    ret_tokens = sum(r["res"].ret_prompt_tokens + r["res"].ret_completion_tokens for r in on)
-    usd = sum(r["res"].ret_cost_usd for r in on)
-    check("RET-GATE-5", ret_tokens / base_tokens if base_tokens else float("nan"),
-          **_ctx(ret_study, n=len(on), unit="tokens (the local model has no price)" if usd == 0 else "tokens",
-                 ret_cost_usd=usd, ret_tokens=ret_tokens, baseline_tokens=base_tokens))
+    fig = added_cost_ratio(*_runs(ret_study))
+    price = ret_study["price"]
+    check("RET-GATE-5", fig.value, **_ctx(ret_study, n=fig.n, unit="USD",
+                                          price=price.model_dump() if price else "litellm's (or none: unpriced)",
+                                          ret_stage_cost_usd=sum(r["res"].ret_cost_usd for r in _arms(ret_study)[1]),
+                                          **fig.detail))
 
 
 @pytest.mark.spec("RET-GATE-6")
 def test_added_latency(ret_study, check):
-    off, on = _arms(ret_study)
-    added = [b["seconds"] - a["seconds"] for a, b in zip(off, on)]
-    check("RET-GATE-6", statistics.median(added), **_ctx(ret_study, n=len(added),
-                                                          median_ret_stage_s=statistics.median(r["res"].ret_seconds for r in on)))
+    fig = added_latency(*_runs(ret_study))
+    check("RET-GATE-6", fig.value, **_ctx(ret_study, n=fig.n, timing="wall time of every call in both arms",
+                                          median_ret_stage_s=statistics.median(r["res"].ret_seconds
+                                                                               for r in _arms(ret_study)[1]),
+                                          **fig.detail))

@@ -98,6 +98,17 @@ class RetSettings(_Strict):
     table_max_tokens: int = 400
 
 
+class ModelPrice(_Strict):
+    """A declared price in USD per million tokens (for models litellm has no price for, e.g. local ones)."""
+
+    input_per_mtok: float = Field(ge=0)
+    output_per_mtok: float = Field(ge=0)
+    source: str = ""  # where the figure comes from (a list price, a hosting cost estimate)
+
+    def cost(self, prompt_tokens: int, completion_tokens: int) -> float:
+        return (prompt_tokens * self.input_per_mtok + completion_tokens * self.output_per_mtok) / 1e6
+
+
 class LLMSettings(_Strict):
     model: str = DEFAULT_LOCAL_MODEL
     timeout_s: float = 60.0
@@ -106,6 +117,11 @@ class LLMSettings(_Strict):
     concurrency: int = 4
     cache: bool = True
     api_base: str | None = None
+    # model label -> declared price; a model neither here nor priced by litellm has unknown cost (reported)
+    prices: dict[str, ModelPrice] = Field(default_factory=dict)
+
+    def price_for(self, model: str) -> "ModelPrice | None":
+        return self.prices.get(model)
 
 
 class HarnessSettings(_Strict):

@@ -516,6 +516,53 @@ def _e2e4_ignore_llm(mp: Any) -> None:
     mp.setattr(runner, "build_services", lambda inputs, **kw: orig(inputs, **{**kw, "dry_run": True}))
 
 
+@control("e2e4-index-built-lazily", breaks="the KB is indexed only when the first query arrives")
+def _e2e4_lazy(mp: Any) -> None:
+    import logging
+
+    from harness import runner
+    from harness.index.lancedb_store import IndexStats
+    from harness.techniques.e2e4 import Experiment
+
+    orig_index, orig_run, deferred = runner.index_kb, Experiment.run, []
+
+    def index_later(inputs, store, embedder, **kw):
+        deferred.append((inputs, store, embedder, kw))
+        return IndexStats(rows=0, encoded=0, skipped=True, seconds=0.0, ann_index=False)
+
+    def run(self, q):
+        while deferred:
+            inputs, store, embedder, kw = deferred.pop()
+            stats = orig_index(inputs, store, embedder, **kw)
+            logging.getLogger(runner.LOG_NAME).info("Indexed %d chunks in %.1fs (on first query)", stats.rows,
+                                                       stats.seconds)
+        return orig_run(self, q)
+
+    mp.setattr(runner, "index_kb", index_later)
+    mp.setattr(Experiment, "run", run)
+
+
+@control("dry-run-calls-an-api", breaks="the dry run answers through a hosted API instead of its scripted model")
+def _dry_network(mp: Any) -> None:
+    import dataclasses
+
+    from harness import runner
+
+    orig = runner.build_services
+
+    def build(inputs, **kw):
+        services, stats = orig(inputs, **kw)
+        if not kw.get("dry_run"):
+            return services, stats
+        # 192.0.2.1 is TEST-NET-1 (RFC 5737): documentation only, routed nowhere, so even an unguarded
+        # attempt reaches no one; the test's socket guard records it and refuses it before any packet.
+        net = runner.LLMClient("openai/gpt-4o-mini", api_base="http://192.0.2.1:9/v1", api_key="sk-none",
+                               max_attempts=1, timeout_s=2.0)
+        return dataclasses.replace(services, llm=net), stats
+
+    mp.setattr(runner, "build_services", build)
+
+
 @control("dry-run-needs-api-key", breaks="the dry run refuses to start without an API key")
 def _dry_key(mp: Any) -> None:
     from harness import runner

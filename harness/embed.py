@@ -76,6 +76,19 @@ class EmbeddingCache:
             self._db.commit()
 
 
+class NoCache(EmbeddingCache):
+    """Remembers nothing: every text is encoded on every call."""
+
+    def __init__(self) -> None:
+        pass
+
+    def get_many(self, keys: Sequence[str]) -> dict[str, np.ndarray]:
+        return {}
+
+    def put_many(self, items: dict[str, np.ndarray]) -> None:
+        return None
+
+
 class _CachedEmbedder:
     """Shared caching logic: encode only texts whose vectors are not cached; count what was encoded."""
 
@@ -89,6 +102,14 @@ class _CachedEmbedder:
 
     def _encode_uncached(self, texts: list[str]) -> np.ndarray:
         raise NotImplementedError
+
+    def uncached(self) -> "_CachedEmbedder":
+        """The same model with no vector cache (for timings that must measure the model, not cache lookups)."""
+        import copy
+
+        twin = copy.copy(self)
+        twin.cache, twin.encoded_count, twin.calls = NoCache(), 0, 0
+        return twin
 
     def encode(self, texts: Sequence[str]) -> np.ndarray:
         """Unit-normalised float32 vectors, one row per text, in input order."""

@@ -151,7 +151,7 @@ def llm(harness_config: HarnessConfig, local_llm_server):
     s = harness_config.harness.llm
     cache = ResponseCache(harness_config.harness.cache_dir / "llm") if s.cache else None
     common = dict(timeout_s=s.timeout_s, max_attempts=s.max_attempts, backoff_s=s.backoff_s,
-                  concurrency=s.concurrency, cache=cache)
+                  concurrency=s.concurrency, cache=cache, price=s.price_for(s.model))
     from harness import provenance
 
     traffic = "live+cache" if cache is not None else "live"
@@ -224,8 +224,8 @@ def recorded_llm(request: pytest.FixtureRequest, harness_config: HarnessConfig):
                           role="llm")
     if mode == "none":
         return LLMClient(f"openai/{alias}", api_base=REPLAY_API_BASE, api_key="sk-local", label=f"local/{alias}",
-                         max_attempts=1)
+                         max_attempts=1, price=harness_config.harness.llm.price_for(f"local/{alias}"))
     server = LocalModelServer(alias).start()
     request.addfinalizer(server.stop)
     return LLMClient(server.litellm_model, api_base=server.api_base, api_key="sk-local", label=f"local/{alias}",
-                     max_attempts=1)
+                     max_attempts=1, price=harness_config.harness.llm.price_for(f"local/{alias}"))

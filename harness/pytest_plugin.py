@@ -286,7 +286,12 @@ def check(request: pytest.FixtureRequest) -> Callable[..., Any]:
                           decided=v.as_context())
         else:
             number = effect.estimate if effect is not None else value
-            record.update(value=number, verdict="pass" if s.holds(number) else "fail")
+            if isinstance(number, float) and math.isnan(number):  # the data cannot define the figure
+                reason = context.get("reason") or "the measurement is undefined on this data (nan)"
+                record.update(value=number, verdict="inconclusive", decided={"verdict": "inconclusive",
+                                                                             "reason": reason})
+            else:
+                record.update(value=number, verdict="pass" if s.holds(number) else "fail")
             if effect is not None:
                 record["effect"] = effect.as_context()
         context = dict(context)

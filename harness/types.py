@@ -76,6 +76,7 @@ class Stage:
     completion_tokens: int = 0
     cost_usd: float = 0.0
     calls: int = 0
+    unpriced_calls: int = 0  # calls whose model has no price: their cost is unknown, not zero
     detail: dict[str, Any] = field(default_factory=dict)
 
 
@@ -104,16 +105,21 @@ class Trace:
             self.stages.append(st)
             self.event(name, kind="stage")
 
-    def record_llm_call(self, prompt_tokens: int, completion_tokens: int, cost_usd: float) -> None:
-        """Charge one LLM call to the innermost open stage (or an `llm` stage if none is open)."""
+    def record_llm_call(self, prompt_tokens: int, completion_tokens: int, cost_usd: float | None,
+                        seconds: float = 0.0) -> None:
+        """Charge one LLM call to the innermost open stage; outside any stage it becomes an `llm` stage of
+        its own that carries the call's wall time (so `seconds()` misses no call). `cost_usd=None`: unpriced."""
         if self._open:
             st = self._open[-1]
         else:
-            st = Stage(name="llm")
+            st = Stage(name="llm", seconds=seconds)
             self.stages.append(st)
         st.prompt_tokens += prompt_tokens
         st.completion_tokens += completion_tokens
-        st.cost_usd += cost_usd
+        if cost_usd is None:
+            st.unpriced_calls += 1
+        else:
+            st.cost_usd += cost_usd
         st.calls += 1
 
     def event(self, name: str, **data: Any) -> None:
@@ -137,6 +143,11 @@ class Trace:
     @property
     def cost_usd(self) -> float:
         return sum(s.cost_usd for s in self.stages)
+
+    @property
+    def unpriced_calls(self) -> int:
+        """LLM calls whose cost is unknown (no price declared in config and none known to litellm)."""
+        return sum(s.unpriced_calls for s in self.stages)
 
     @property
     def llm_calls(self) -> int:

@@ -112,3 +112,23 @@ def test_llm_judge_scorer_parses_yes_no(scripted_llm):
                        name="judge")
     scores = llm_judge_scorer(llm)("why stall", ["wings stall when", "refunds in 5 days"])
     assert scores.tolist() == [1.0, 0.0]
+
+
+def test_unparseable_judge_is_counted_never_a_middle_score(scripted_llm, unit_retriever, unit_web):
+    """A judge reply that is neither yes nor no scores nan (it was 0.5, a silent AMBIGUOUS); the evaluator counts
+    it, takes AMBIGUOUS (both sources) only when nothing could be scored, and CRAG logs a crag_fallback event."""
+    from harness.techniques.crag import llm_judge_scorer
+
+    llm = scripted_llm(lambda m, p: "Maybe" if "refunds" in m[-1]["content"] else "Yes", name="judge-unsure")
+    judge = llm_judge_scorer(llm)
+    scores = judge("q", ["wings stall", "refunds in 5 days"])
+    assert scores[0] == 1.0 and np.isnan(scores[1])
+    ev = RetrievalEvaluator(judge)
+    assert ev.evaluate("q", [Hit("a", 1, "wings stall"), Hit("b", 1, "refunds in 5 days")]) == (CORRECT, 1.0)
+    assert ev.last_failed == 1
+    action, conf = ev.evaluate("q", [Hit("b", 1, "refunds in 5 days")])
+    assert action == AMBIGUOUS and np.isnan(conf) and ev.last_failed == 1
+    res = CRAG(unit_retriever, unit_web, RetrievalEvaluator(lambda q, t: np.full(len(t), np.nan)), None).run(
+        "wing stall", generate=False)
+    assert res.trace.called("crag_fallback") and res.action == AMBIGUOUS and res.refinement.kept == []
+    assert res.refinement.unscored == res.refinement.strips > 0

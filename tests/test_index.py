@@ -26,6 +26,17 @@ def test_cache_encodes_each_text_once(tmp_path):
     assert np.allclose(np.linalg.norm(first, axis=1), 1.0)
 
 
+def test_uncached_twin_encodes_every_time_and_leaves_the_cache_alone(tmp_path):
+    emb = HashingEmbedder(64, cache=EmbeddingCache(tmp_path / "e.sqlite"))
+    emb.encode(["wing lift"])
+    twin = emb.uncached()
+    twin.encode(["wing lift"])
+    twin.encode(["wing lift", "new text"])
+    assert twin.encoded_count == 3 and emb.encoded_count == 1  # timings through the twin measure the model
+    assert HashingEmbedder(64, cache=EmbeddingCache(tmp_path / "e.sqlite")).cache.get_many(
+        [emb.cache.key(emb.name, "new text")]) == {}
+
+
 def test_retrying_embedder_gives_up_after_three(tmp_path):
     class Broken:
         name, dim = "broken", 4

@@ -223,3 +223,34 @@ def test_with_cache_keeps_settings(tmp_path):
     assert (d.model, d.api_base, d.api_key, d.timeout_s, d.max_attempts, d.backoff_s, d.concurrency, d.label,
             d.extra) == ("openai/x", "http://127.0.0.1:1/v1", "k", 5, 2, 0.5, 3, "local/x", {"top_p": 0.9})
     assert d.cache is not None and d.stats.calls == 0 and d.with_cache(None).cache is None
+
+
+def test_declared_price_is_charged_and_an_unpriced_call_is_unknown_not_free(fake, tmp_path):
+    from harness.config import ModelPrice
+    from harness.types import Trace
+
+    srv = fake([(200, "ok")])
+    priced, _ = client(srv, price=ModelPrice(input_per_mtok=2.0, output_per_mtok=10.0),
+                       cache=ResponseCache(tmp_path))
+    trace = Trace()
+    assert priced.complete("x", trace=trace).cost_usd == pytest.approx((7 * 2.0 + 3 * 10.0) / 1e6)
+    assert priced.complete("x", trace=trace).cached  # a cache hit is charged at the declared price too
+    assert trace.cost_usd == pytest.approx(2 * 44 / 1e6) and trace.unpriced_calls == 0
+    unpriced, _ = client(srv)  # "openai/fake" is a model litellm has no price for
+    trace = Trace()
+    assert unpriced.complete("y", trace=trace).cost_usd is None
+    assert trace.unpriced_calls == 1 and trace.cost_usd == 0.0
+    assert unpriced.with_cache(None).price is None and priced.with_cache(None).price == priced.price
+
+
+def test_trace_seconds_count_calls_made_outside_any_stage(fake):
+    import time
+
+    from harness.types import Trace
+
+    c, _ = client(fake([(200, "ok")]))
+    trace = Trace()
+    t0 = time.perf_counter()
+    c.complete("outside", trace=trace)
+    wall = time.perf_counter() - t0
+    assert 0 < trace.seconds() <= wall and trace.seconds("llm") == trace.seconds()

@@ -75,6 +75,15 @@ def test_check_failure_message_names_id_value_threshold(project: pytest.Pytester
     assert {r["id"]: r["verdict"] for r in data["specs"]}["DEMO-001"] == "fail"
 
 
+def test_undefined_estimate_reads_inconclusive_not_fail(project: pytest.Pytester):
+    project.makepyfile(test_demo=TESTS.format(value='float("nan"), reason="no question has the figure defined"'))
+    result = project.runpytest_subprocess("--report-dir", "out")
+    result.assert_outcomes(passed=2)
+    rows = {r["id"]: r for r in json.loads((project.path / "out" / "results.json").read_text())["specs"]}
+    assert rows["DEMO-001"]["verdict"] == "inconclusive"
+    assert project.runpytest_subprocess("--report-dir", "out2", "--strict-verdicts").ret != 0
+
+
 def test_missing_test_for_catalogue_id_fails_collection(project: pytest.Pytester):
     project.makepyfile(test_demo=TESTS.format(value=0.5).split("@pytest.mark.spec(\"DEMO-002\")")[0])
     result = project.runpytest_subprocess()

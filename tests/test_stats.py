@@ -88,3 +88,8 @@ def test_interleaved_ratio_with_fake_clock():
     r = interleaved_ratio(lambda x: None, lambda x: None, [1, 2, 3], warmup=0, clock=lambda: next(ticks))
     assert r.median == 3.0 and r.rounds == 3
     assert ratio_of([1, 2], [2, 2]).median == pytest.approx(1.5)
+
+
+def test_kendall_undefined_is_nan_not_zero():
+    assert np.isnan(kendall_tau([1, 2, 3], [1, 1, 1])) and np.isnan(kendall_tau([2, 2], [0, 1]))
+    assert kendall_tau([3, 2, 1], [1, 0, 0]) == pytest.approx(st.kendalltau([3, 2, 1], [1, 0, 0]).statistic)

@@ -13,6 +13,7 @@ import numpy as np
 from pydantic import BaseModel, ValidationError
 
 from harness.llm._litellm import litellm
+from harness.config import ModelPrice
 from harness.llm.cache import ResponseCache, cache_key
 from harness.types import Trace
 
@@ -26,7 +27,7 @@ class LLMResult:
     model: str
     prompt_tokens: int = 0
     completion_tokens: int = 0
-    cost_usd: float = 0.0
+    cost_usd: float | None = 0.0  # None: the model has no known price (declared in config or known to litellm)
     latency_s: float = 0.0
     cached: bool = False
     attempts: int = 1
@@ -113,8 +114,10 @@ class LLMClient:
     def __init__(self, model: str, *, api_base: str | None = None, api_key: str | None = None,
                  timeout_s: float = 60.0, max_attempts: int = 3, backoff_s: float = 1.0, concurrency: int = 4,
                  cache: ResponseCache | None = None, label: str | None = None,
-                 sleep: Callable[[float], None] = time.sleep, extra: dict[str, Any] | None = None):
+                 sleep: Callable[[float], None] = time.sleep, extra: dict[str, Any] | None = None,
+                 price: ModelPrice | None = None):
         self.model = model
+        self.price = price
         self.label = label or model
         self.api_base, self.api_key = api_base, api_key
         self.timeout_s, self.max_attempts, self.backoff_s = timeout_s, max_attempts, backoff_s
@@ -133,7 +136,8 @@ class LLMClient:
         """The same model and settings with another response cache (None: uncached) and fresh stats."""
         return LLMClient(self.model, api_base=self.api_base, api_key=self.api_key, timeout_s=self.timeout_s,
                          max_attempts=self.max_attempts, backoff_s=self.backoff_s, concurrency=self.concurrency,
-                         cache=cache, label=self.label, sleep=self._sleep, extra=self.extra)
+                         cache=cache, label=self.label, sleep=self._sleep, extra=self.extra,
+                         price=self.price)
 
     # ------------------------------------------------------------------ plain completion
     @staticmethod
@@ -151,23 +155,37 @@ class LLMClient:
         if seed is not None:
             params["seed"] = seed
         key = cache_key(self.label, msgs, params)
+        t0 = time.perf_counter()
         if self.cache is not None and use_cache:
             hit = self.cache.get(key)
             if hit is not None:
+                cost = (self.price.cost(hit["prompt_tokens"], hit["completion_tokens"]) if self.price is not None
+                        else hit["cost_usd"])
                 res = LLMResult(hit["text"], hit["model"], hit["prompt_tokens"], hit["completion_tokens"],
-                                hit["cost_usd"], hit["latency_s"], cached=True)
+                                cost, hit["latency_s"], cached=True)
                 with self._lock:
                     self.stats.cache_hits += 1
                 if trace is not None:
-                    trace.record_llm_call(res.prompt_tokens, res.completion_tokens, res.cost_usd)
+                    trace.record_llm_call(res.prompt_tokens, res.completion_tokens, res.cost_usd,
+                                          seconds=time.perf_counter() - t0)
                 return res
         res = self._call(msgs, params)
         if self.cache is not None:
             self.cache.put(key, {k: getattr(res, k) for k in
                                  ("text", "model", "prompt_tokens", "completion_tokens", "cost_usd", "latency_s")})
         if trace is not None:
-            trace.record_llm_call(res.prompt_tokens, res.completion_tokens, res.cost_usd)
+            trace.record_llm_call(res.prompt_tokens, res.completion_tokens, res.cost_usd,
+                                  seconds=time.perf_counter() - t0)
         return res
+
+    def cost(self, response: Any, prompt_tokens: int, completion_tokens: int) -> float | None:
+        """USD for one call: the declared price if there is one, else litellm's; None when neither knows."""
+        if self.price is not None:
+            return self.price.cost(prompt_tokens, completion_tokens)
+        try:
+            return float(litellm().completion_cost(completion_response=response) or 0.0)
+        except Exception:  # noqa: BLE001 - litellm raises for models it has no price for
+            return None
 
     def _call(self, msgs: Messages, params: dict[str, Any]) -> LLMResult:
         ll = litellm()
@@ -212,10 +230,7 @@ class LLMClient:
         usage = getattr(resp, "usage", None)
         pt = int(getattr(usage, "prompt_tokens", 0) or 0)
         ct = int(getattr(usage, "completion_tokens", 0) or 0)
-        try:
-            cost = float(litellm().completion_cost(completion_response=resp) or 0.0)
-        except Exception:  # noqa: BLE001 - local and scripted models have no price
-            cost = 0.0
+        cost = self.cost(resp, pt, ct)
         with self._lock:
             self.stats.prompt_tokens += pt
             self.stats.completion_tokens += ct

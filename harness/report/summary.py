@@ -86,7 +86,10 @@ def _holm(rows: list[dict[str, Any]], catalogue: Catalogue, alpha: float = 0.05)
 def _overall(spec: Spec, entries: list[dict[str, Any]]) -> tuple[str, str]:
     verdicts = [e["verdict"] for e in entries]
     if not spec.comparative:
-        return ("fail" if "fail" in verdicts else "pass"), ""
+        if "fail" in verdicts:
+            return "fail", ""
+        return ("inconclusive", "; ".join(e["reason"] for e in entries if e["verdict"] == "inconclusive")) \
+            if "inconclusive" in verdicts else ("pass", "")
     by: dict[str, list[str]] = {}
     for e in entries:
         label = e["dataset"] or "(no dataset)"

@@ -152,6 +152,7 @@ def minimum_detectable_effect(sd_of_differences: float, n: int, *, alpha: float 
 
 
 def kendall_tau(x: Sequence[float], y: Sequence[float]) -> float:
-    """Kendall's tau-b (scipy)."""
-    res = _st.kendalltau(x, y)
-    return float(res.statistic) if not np.isnan(res.statistic) else 0.0
+    """Kendall's tau-b (scipy); nan when undefined (a constant input), never a made-up 0.0."""
+    if len(set(x)) < 2 or len(set(y)) < 2:
+        return float("nan")
+    return float(_st.kendalltau(x, y).statistic)

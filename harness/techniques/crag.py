@@ -70,7 +70,8 @@ def lexical_scorer(*, saturation: int = 3) -> Scorer:
 
 
 def llm_judge_scorer(llm: LLMClient, *, max_doc_chars: int = 1500) -> Scorer:
-    """Relevance from an LLM judge answering Yes/No: 1.0 for yes, 0.0 for no, 0.5 when unparseable."""
+    """Relevance from an LLM judge answering Yes/No: 1.0 for yes, 0.0 for no, nan when the call fails or the
+    reply is neither (a failure the evaluator counts, never a made-up middle score)."""
     template = load_prompts("crag")["judge"]["user"]
 
     def score(query: str, texts: Sequence[str]) -> np.ndarray:
@@ -81,7 +82,7 @@ def llm_judge_scorer(llm: LLMClient, *, max_doc_chars: int = 1500) -> Scorer:
             except LLMError:
                 ans = ""
             m = re.search(r"\b(yes|no)\b", ans.lower())
-            out.append(0.5 if m is None else (1.0 if m.group(1) == "yes" else 0.0))
+            out.append(float("nan") if m is None else (1.0 if m.group(1) == "yes" else 0.0))
         return np.asarray(out, dtype=np.float64)
 
     return score
@@ -95,10 +96,17 @@ class RetrievalEvaluator:
         if not lower_threshold < upper_threshold:
             raise ValueError("lower_threshold must be below upper_threshold")
         self.scorer, self.upper, self.lower = scorer, upper_threshold, lower_threshold
+        self.last_failed = 0  # documents the scorer could not score (nan) in the last evaluation
 
     def evaluate(self, query: str, documents: Sequence[Hit]) -> tuple[str, float]:
+        """The action and the best score over the documents the scorer could score. When it could score none,
+        AMBIGUOUS (both sources, the action that assumes least) with a nan confidence; `last_failed` counts."""
         scores = self.scorer(query, [d.text for d in documents]) if documents else np.zeros(0)
-        best = float(scores.max()) if len(scores) else 0.0
+        failed = np.isnan(scores)
+        self.last_failed = int(failed.sum())
+        if len(scores) and failed.all():
+            return AMBIGUOUS, float("nan")
+        best = float(scores[~failed].max()) if len(scores) else 0.0
         if best >= self.upper:
             return CORRECT, best
         if best <= self.lower:
@@ -113,6 +121,7 @@ class Refinement:
     strips: int
     original_tokens: int
     refined_tokens: int
+    unscored: int = 0  # strips the scorer could not score (dropped, and counted)
 
 
 def knowledge_refinement(documents: Sequence[Hit], query: str, scorer: Scorer, *,
@@ -123,10 +132,11 @@ def knowledge_refinement(documents: Sequence[Hit], query: str, scorer: Scorer, *
     tok = tokenizer or default_tokenizer()
     strips = [s for d in documents for s in knowledge_strips(d.text)]
     scores = scorer(query, strips) if strips else np.zeros(0)
-    kept = [s for s, sc in zip(strips, scores) if sc >= strip_threshold]
+    kept = [s for s, sc in zip(strips, scores) if sc >= strip_threshold]  # an unscored (nan) strip is not kept
     text = " ".join(kept)
     original = sum(len(tok.encode(d.text)) for d in documents)
-    return Refinement(text, kept, len(strips), original, len(tok.encode(text)) if text else 0)
+    return Refinement(text, kept, len(strips), original, len(tok.encode(text)) if text else 0,
+                      unscored=int(np.isnan(scores).sum()))
 
 
 @dataclass
@@ -153,6 +163,9 @@ class CRAG:
         """Evaluate and take the corrective action; returns (action, confidence, sources)."""
         with trace.stage("crag_evaluate"):
             action, conf = self.evaluator.evaluate(query, docs)
+        if getattr(self.evaluator, "last_failed", 0):
+            trace.event("crag_fallback", reason="the evaluator could not score every document",
+                        failed=self.evaluator.last_failed, of=len(docs))
         trace.event("crag", action=action, confidence=conf)
         corpus = [Hit(h.id, h.score, h.text, {**h.metadata, "source": h.metadata.get("source", "corpus")}) for h in docs]
         if action == CORRECT:

@@ -250,6 +250,7 @@ class RetResult:
     ret_prompt_tokens: int = 0
     ret_completion_tokens: int = 0
     ret_cost_usd: float = 0.0
+    ret_unpriced_calls: int = 0
     trace: Trace = field(default_factory=Trace)
 
     @property
@@ -263,15 +264,19 @@ class RET:
     def __init__(self, llm: LLMClient, config: RETConfig = RETConfig(), *, k: int = 10, per_query: int = 10):
         self.llm, self.config, self.k, self.per_query = llm, config, k, per_query
 
-    def estimate_cost(self) -> float:
-        """Upper estimate of the two RET calls at the model's price (0 for unpriced local models)."""
+    def estimate_cost(self) -> float | None:
+        """Upper estimate of the RET calls (about 1,200 prompt and 520 completion tokens) at the model's price:
+        the price declared in config, else litellm's; None when neither knows the model."""
+        price = getattr(self.llm, "price", None)
+        if price is not None:
+            return price.cost(1200, 520)
         try:
             from harness.llm._litellm import litellm
 
             info = litellm().get_model_info(self.llm.model)
-            return 1200 * float(info.get("input_cost_per_token") or 0) + 520 * float(info.get("output_cost_per_token") or 0)
-        except Exception:  # noqa: BLE001 - unknown model: no price
-            return 0.0
+        except Exception:  # noqa: BLE001 - litellm raises for a model it does not know
+            return None
+        return 1200 * float(info.get("input_cost_per_token") or 0) + 520 * float(info.get("output_cost_per_token") or 0)
 
     def select(self, question: str, retriever, *, spent_usd: float = 0.0, trace: Trace | None = None) -> RetResult:
         trace = trace if trace is not None else Trace()
@@ -287,9 +292,14 @@ class RET:
 
         if not self.config.enable_ret:
             return skip("disabled")
-        if spent_usd + self.estimate_cost() > self.config.max_cost_usd:
+        estimate = self.estimate_cost()
+        if estimate is None:  # an unpriced model: the guard can only see a spent budget; never read it as free
+            trace.event("ret_cost_unknown", model=getattr(self.llm, "label", "?"))
+        remaining = self.config.max_cost_usd - spent_usd
+        if remaining <= 0 or (estimate is not None and estimate > remaining):
             return skip("budget")
-        t0, calls0 = time.perf_counter(), (trace.prompt_tokens, trace.completion_tokens, trace.cost_usd)
+        t0, calls0 = time.perf_counter(), (trace.prompt_tokens, trace.completion_tokens, trace.cost_usd,
+                                           trace.unpriced_calls)
         hyps = generate_hypotheses(question, self.llm, self.config.n_hypotheses, trace,
                                    prompt_variant=self.config.prompt_variant)
         if not hyps or all(len(h.justification.split()) < self.config.min_justification_tokens for h in hyps):
@@ -322,9 +332,10 @@ class RET:
         return base
 
     @staticmethod
-    def _account(res: RetResult, t0: float, before: tuple[int, int, float]) -> None:
+    def _account(res: RetResult, t0: float, before: tuple[int, int, float, int]) -> None:
         t = res.trace
         res.ret_seconds = time.perf_counter() - t0
         res.ret_prompt_tokens = t.prompt_tokens - before[0]
         res.ret_completion_tokens = t.completion_tokens - before[1]
         res.ret_cost_usd = t.cost_usd - before[2]
+        res.ret_unpriced_calls = t.unpriced_calls - before[3]

@@ -190,3 +190,17 @@ class WSOPPipeline:
 
 def classifier_accuracy(classifier: ComplexityClassifier, examples: Sequence[tuple[str, str]]) -> float:
     return float(np.mean([classifier.classify(q) == lab for q, lab in examples])) if examples else 0.0
+
+
+def cross_validated_accuracy(examples: Sequence[tuple[str, str]], *, folds: int = 5, seed: int = 0,
+                             **kw) -> float:
+    """Routing accuracy on held-out examples: stratified k-fold, each fold classified by a router trained on
+    the others (never on the rows it is scored on)."""
+    from sklearn.model_selection import StratifiedKFold
+
+    labels = [lab for _, lab in examples]
+    hits = 0
+    for train, test in StratifiedKFold(folds, shuffle=True, random_state=seed).split(examples, labels):
+        clf = ComplexityClassifier([examples[i] for i in train], seed=seed, **kw)
+        hits += sum(clf.classify(examples[i][0]) == examples[i][1] for i in test)
+    return hits / len(examples)

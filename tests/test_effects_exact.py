@@ -1,0 +1,306 @@
+"""Every field of an Effect, every interval path and the power prediction against independent computations
+(scipy, statsmodels, formulas by hand). Written against the mutants `scripts/mutation.sh` found surviving."""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+from scipy import stats as st
+
+from harness.stats import calibration as calib
+from harness.stats.effect import Effect, paired_effect, proportion_effect
+from harness.stats.intervals import wilson_interval
+from harness.stats.paired import cohens_dz, relative_improvement_ci
+from harness.stats.verdict import Decision, decide, minimum_detectable_effect
+
+pytestmark = pytest.mark.unit
+
+
+def _pair(seed: int, n: int = 40):
+    rng = np.random.default_rng(seed)
+    b = rng.random(n) * 0.6
+    a = np.clip(b + rng.normal(0.05, 0.1, n), 0, 1)
+    a[:3] = b[:3]  # three exact ties
+    return a, b
+
+
+def test_difference_effect_every_field():
+    a, b = _pair(1)
+    d = a - b
+    e = paired_effect(a, b, seed=3)
+    n = len(d)
+    sem = d.std(ddof=1) / math.sqrt(n)
+    lo, hi = st.t.interval(0.95, n - 1, loc=d.mean(), scale=sem)
+    assert (e.kind, e.n, e.interval_method, e.primary_test, e.confidence) == ("difference", n, "t", "t", 0.95)
+    assert e.estimate == pytest.approx(d.mean()) and e.sd == pytest.approx(d.std(ddof=1))
+    assert e.ci == pytest.approx((lo, hi))
+    assert e.p_values["t"] == pytest.approx(st.ttest_rel(a, b).pvalue)
+    assert e.p_values["wilcoxon"] == pytest.approx(st.wilcoxon(d[d != 0], zero_method="wilcox").pvalue)
+    assert "mcnemar" not in e.p_values and e.p_value == e.p_values["t"]
+    assert (e.improved, e.unchanged, e.degraded) == (int((d > 0).sum()), 3, int((d < 0).sum()))
+    assert e.baseline_mean == pytest.approx(b.mean()) and e.candidate_mean == pytest.approx(a.mean())
+    assert e.attainable == pytest.approx((-b.mean(), 1 - b.mean()))
+    assert paired_effect(a, b, bounds=None).attainable is None
+    assert paired_effect(a, b, bounds=(0, 10)).attainable == pytest.approx((-b.mean(), 10 - b.mean()))
+
+
+def test_permutation_p_close_to_the_exact_sign_flip_distribution():
+    rng = np.random.default_rng(5)
+    d = rng.normal(0.3, 1.0, 12)
+    signs = np.array(np.meshgrid(*[[-1, 1]] * 12)).reshape(12, -1).T
+    exact = float(np.mean(np.abs((signs * d).mean(axis=1)) >= abs(d.mean()) - 1e-12))
+    e = paired_effect(d, np.zeros(12), bounds=None, n_resamples=20_000, seed=2)
+    assert e.p_values["permutation"] == pytest.approx(exact, abs=0.015)
+
+
+def test_binary_effect_adds_mcnemar_as_primary():
+    a = np.array([1, 1, 1, 0, 1, 1, 0, 1, 1, 1], float)
+    b = np.array([0, 1, 0, 0, 1, 0, 0, 1, 1, 0], float)
+    e = paired_effect(a, b, binary=True)
+    # discordant 4 (a only) vs 0 (b only): mid-p = 2 * (P(X < 0) + P(X = 0) / 2) with X ~ Bin(4, .5) = 0.0625
+    assert e.primary_test == "mcnemar" and e.p_value == pytest.approx(0.0625)
+
+
+def test_relative_effect_t_interval_by_the_delta_method():
+    a, b = _pair(2)
+    e = paired_effect(a, b, relative=True)
+    est = a.mean() / b.mean() - 1
+    psi = (a - (1 + est) * b) / b.mean()
+    half = st.t.ppf(0.975, len(a) - 1) * psi.std(ddof=1) / math.sqrt(len(a))
+    assert e.kind == "relative" and e.estimate == pytest.approx(est) and e.sd == pytest.approx(psi.std(ddof=1))
+    assert e.ci == pytest.approx((est - half, est + half))
+    assert e.attainable == pytest.approx((-1.0, 1 / b.mean() - 1))
+
+
+@pytest.mark.parametrize("method", ["percentile", "bca"])
+def test_relative_effect_bootstrap_intervals_agree_with_the_delta_method(method):
+    a, b = _pair(3, n=200)
+    delta = paired_effect(a, b, relative=True).ci
+    boot = paired_effect(a, b, relative=True, interval=method, n_resamples=4000, seed=1)
+    assert boot.interval_method == method and boot.ci[0] < boot.estimate < boot.ci[1]
+    assert boot.ci == pytest.approx(delta, abs=0.02)
+    narrow = paired_effect(a, b, relative=True, interval=method, n_resamples=4000, seed=1, confidence=0.5)
+    assert boot.ci[0] < narrow.ci[0] < narrow.ci[1] < boot.ci[1]
+
+
+@pytest.mark.parametrize("method", ["percentile", "bca"])
+def test_difference_bootstrap_intervals_agree_with_t(method):
+    a, b = _pair(4, n=200)
+    e = paired_effect(a, b, interval=method, n_resamples=4000, seed=1)
+    assert e.ci == pytest.approx(paired_effect(a, b).ci, abs=0.006)
+
+
+def test_relative_bca_with_one_query_is_unbounded_and_unknown_methods_raise():
+    assert paired_effect([0.5], [0.25], relative=True, interval="bca", n_resamples=50).ci == (-math.inf, math.inf)
+    for relative in (False, True):
+        with pytest.raises(ValueError, match="unknown interval method"):
+            paired_effect([0.5, 0.2], [0.25, 0.1], relative=relative, interval="normal")
+
+
+def test_relative_bootstrap_with_a_zero_baseline_resample_keeps_the_others():
+    a, b = np.array([0.5, 0.6, 0.7]), np.array([0.0, 0.0, 0.3])
+    e = paired_effect(a, b, relative=True, interval="percentile", n_resamples=2000, seed=0)
+    assert math.isfinite(e.ci[0]) and math.isfinite(e.ci[1]) and e.ci[0] <= e.estimate <= e.ci[1]
+
+
+def test_empty_and_mismatched_effects():
+    e = paired_effect([], [])
+    assert e.n == 0 and math.isnan(e.estimate) and e.p_values == {} and e.attainable is None
+    assert math.isnan(paired_effect([], [], relative=True).estimate)
+    assert math.isnan(paired_effect([0.0, 0.0], [0.0, 0.0], relative=True).estimate)
+    with pytest.raises(ValueError, match="same length"):
+        paired_effect([1, 2], [1])
+    with pytest.raises(ValueError, match="1-D"):
+        paired_effect([[1, 2]], [[1, 2]])
+
+
+def test_proportion_effect_every_field():
+    e = proportion_effect([True] * 7 + [False] * 13)
+    assert (e.kind, e.n, e.interval_method, e.attainable) == ("proportion", 20, "wilson", (0.0, 1.0))
+    assert e.estimate == pytest.approx(0.35) and e.sd == pytest.approx(math.sqrt(0.35 * 0.65))
+    assert e.ci == pytest.approx(wilson_interval(7, 20))
+    assert proportion_effect([True] * 7 + [False] * 13, confidence=0.8).ci == pytest.approx(
+        wilson_interval(7, 20, confidence=0.8))
+    empty = proportion_effect([])
+    assert empty.n == 0 and math.isnan(empty.estimate) and math.isnan(empty.sd)
+
+
+def test_wilson_matches_statsmodels_at_several_levels():
+    from statsmodels.stats.proportion import proportion_confint
+
+    for k, n, c in ((0, 10, 0.95), (10, 10, 0.9), (3, 17, 0.99), (50, 120, 0.8)):
+        assert wilson_interval(k, n, confidence=c) == pytest.approx(
+            proportion_confint(k, n, alpha=1 - c, method="wilson"), abs=1e-12)
+
+
+def test_as_context_is_json_ready():
+    e = paired_effect([0.5, 0.7, 0.9], [0.4, 0.4, 0.5], binary=False)
+    ctx = e.as_context()
+    assert ctx["ci"] == list(e.ci) and ctx["attainable"] == list(e.attainable) and ctx["p_value"] == e.p_value
+    assert ctx["estimate"] == e.estimate and ctx["n"] == 3
+    bare = Effect("difference", 0.1, (0.0, 0.2), 5, 0.1)
+    assert bare.p_value is None and bare.as_context()["attainable"] is None
+
+
+def test_queries_for_power_is_the_smallest_n_whose_mde_reaches_the_effect():
+    for sd, effect in ((0.2, 0.05), (0.3, 0.1), (0.1, 0.1), (0.25, 0.02)):
+        n = calib.queries_for_power(sd, effect)
+        assert minimum_detectable_effect(sd, n) <= effect
+        assert n == 2 or minimum_detectable_effect(sd, n - 1) > effect
+    assert calib.queries_for_power(0.2, 0.05, power=0.9) > calib.queries_for_power(0.2, 0.05)
+    assert calib.queries_for_power(0.2, 0.05, confidence=0.99) > calib.queries_for_power(0.2, 0.05)
+    assert calib.queries_for_power(0.01, 5.0) == 2
+    for bad in ((0.0, 0.1), (0.2, 0.0), (-1, 0.1), (0.2, -0.1)):
+        with pytest.raises(ValueError):
+            calib.queries_for_power(*bad)
+
+
+def test_power_at_prediction_is_near_the_predicted_power():
+    rng = np.random.default_rng(9)
+    a, b = rng.random(120), rng.random(120)
+    r = calib.power_at_prediction(a, b, 0.1, sims=1500, seed=1)
+    base = np.concatenate([a - b, b - a])
+    assert r.sd == pytest.approx(math.sqrt(np.mean(base**2) + 0.1**2 * 0.5 / 0.5))
+    assert r.predicted_n == calib.queries_for_power(r.sd, 0.1) and r.predicted_power == 0.8
+    assert (r.effect, r.share, r.sims) == (0.1, 0.5, 1500)
+    assert abs(r.measured_power - 0.8) < 0.05
+
+
+def test_relative_improvement_ci_brackets_and_matches_the_delta_method():
+    a, b = _pair(6, n=300)
+    lo, hi = relative_improvement_ci(a, b, seed=1)
+    d = paired_effect(a, b, relative=True).ci
+    assert lo < a.mean() / b.mean() - 1 < hi and (lo, hi) == pytest.approx(d, abs=0.02)
+
+
+def test_cohens_dz_by_hand():
+    a, b = np.array([0.5, 0.9, 0.4, 0.8]), np.array([0.4, 0.5, 0.4, 0.5])
+    d = a - b
+    assert cohens_dz(a, b) == pytest.approx(d.mean() / d.std(ddof=1))
+    assert cohens_dz([0.5, 0.5], [0.5, 0.5]) == 0.0
+
+
+@pytest.mark.parametrize("comparator,threshold,expected", [
+    (">=", 0.05, "supported"), (">", 0.05, "supported"), ("<=", 0.05, "refuted"), ("<", 0.05, "refuted"),
+    (">=", 0.25, "refuted"), ("<=", 0.25, "supported"), (">=", 0.12, "inconclusive"), ("<", 0.12, "inconclusive"),
+])
+def test_ci_rule_all_comparators(comparator, threshold, expected):
+    e = Effect("difference", 0.12, (0.08, 0.16), 50, 0.1)
+    v = decide(e, comparator, threshold, Decision("ci"))
+    assert v.verdict == expected
+    assert (v.queries_needed is None) == (expected != "inconclusive")
+    assert v.mde == pytest.approx(minimum_detectable_effect(0.1, 50))
+
+
+def test_ci_rule_boundaries_are_inclusive_exactly_as_the_comparator_says():
+    on_edge = Effect("difference", 0.1, (0.05, 0.15), 50, 0.1)
+    assert decide(on_edge, ">=", 0.05, Decision("ci")).verdict == "supported"
+    assert decide(on_edge, ">", 0.05, Decision("ci")).verdict == "inconclusive"
+    assert decide(on_edge, "<=", 0.15, Decision("ci")).verdict == "supported"
+    assert decide(on_edge, "<", 0.15, Decision("ci")).verdict == "inconclusive"
+    assert decide(on_edge, ">", 0.15, Decision("ci")).verdict == "refuted"
+
+
+def test_test_rule_reasons_and_missing_p():
+    e = Effect("difference", 0.06, (-0.01, 0.13), 40, 0.2, p_values={"mcnemar": 0.1})
+    d = Decision("test", "mcnemar", 0.15)
+    v = decide(e, ">=", 0.04, d)
+    assert v.verdict == "supported" and "p = 0.1 < 0.15" in v.reason
+    v = decide(e, ">=", 0.04, d, p_value=0.2)
+    assert v.verdict == "inconclusive" and "≥ 0.15" in v.reason
+    v = decide(e, ">=", 0.08, d)
+    assert v.verdict == "inconclusive" and "not >= 0.08" in v.reason
+    assert decide(Effect("difference", 0.06, (-0.01, 0.13), 40, 0.2), ">=", 0.04, d).reason == "no mcnemar p-value"
+    assert decide(e, ">=", 0.04, d, p_value=float("nan")).verdict == "inconclusive"
+    with pytest.raises(ValueError, match="three-valued"):
+        decide(e, ">=", 0.04, Decision("estimate"))
+
+
+def test_undefined_interval_and_infinite_estimate_are_inconclusive():
+    v = decide(Effect("difference", 0.1, (float("nan"), float("nan")), 5, 0.1), ">=", 0.0, Decision("ci"))
+    assert v.verdict == "inconclusive" and v.reason == "interval undefined"
+    v = decide(Effect("relative", float("inf"), (float("nan"),) * 2, 5, float("nan")), ">=", 0.1, Decision("ci"))
+    assert v.verdict == "inconclusive" and "inf" in v.reason
+
+
+def test_headroom_on_the_lower_side():
+    e = Effect("difference", -0.01, (-0.03, 0.01), 40, 0.05, attainable=(-0.02, 0.9))
+    v = decide(e, "<=", -0.05, Decision("ci"))
+    assert v.verdict == "inconclusive" and v.untestable and "at most -0.02" in v.reason
+
+
+def test_paired_t_pvalue_degenerate_branches():
+    from harness.stats.effect import paired_t_pvalue
+
+    assert math.isnan(paired_t_pvalue(np.array([]))) and math.isnan(paired_t_pvalue(np.array([0.2])))
+    assert paired_t_pvalue(np.array([0.0])) == 1.0
+    assert paired_t_pvalue(np.array([0.0, 0.0])) == 1.0 and paired_t_pvalue(np.array([0.2, 0.2, 0.2])) == 0.0
+    assert paired_t_pvalue(np.array([0.1, 0.3])) == pytest.approx(st.ttest_1samp([0.1, 0.3], 0).pvalue)
+    assert paired_t_pvalue(np.array([0.0, 0.2, 0.2])) == pytest.approx(st.ttest_1samp([0, 0.2, 0.2], 0).pvalue)
+
+
+def test_mcnemar_midp_reads_truthiness():
+    from harness.stats.effect import mcnemar_midp
+
+    assert mcnemar_midp([1, 0], [1, 0]) == 1.0  # no discordant pair
+    assert mcnemar_midp([2, 0, 3], [0, 0, 5]) == pytest.approx(mcnemar_midp([1, 0, 1], [0, 0, 1]))  # 2 reads True
+    assert mcnemar_midp([1, 0], [0, 1]) == pytest.approx(1.0)  # 2·P(X<=1) - P(X=1) = 1.5 - 0.5 for Bin(2, .5)
+    assert mcnemar_midp([1], [0]) == pytest.approx(0.5)  # Bin(1, .5): 2·0.5 - 0.5
+
+
+def test_paired_effect_permutation_uses_its_seed_and_resamples():
+    a, b = _pair(7, n=15)
+    p1 = paired_effect(a, b, seed=1, n_resamples=500).p_values["permutation"]
+    assert p1 == paired_effect(a, b, seed=1, n_resamples=500).p_values["permutation"]
+    assert p1 != paired_effect(a, b, seed=2, n_resamples=500).p_values["permutation"] or \
+        p1 != paired_effect(a, b, seed=1, n_resamples=700).p_values["permutation"]
+
+
+def test_wilcoxon_drops_near_zero_differences_only():
+    tiny = np.array([1e-13, 0.2, 0.3, -0.1, 0.25, 0.4])
+    e = paired_effect(tiny, np.zeros(6), bounds=None)
+    assert e.p_values["wilcoxon"] == pytest.approx(st.wilcoxon(tiny[1:]).pvalue)
+    assert paired_effect(np.zeros(4), np.zeros(4)).p_values["wilcoxon"] == 1.0
+
+
+def test_paired_helpers_edge_cases():
+    from harness.rank_fusion import rrf_scores
+    from harness.stats.paired import minimum_detectable_effect as z_mde
+    from harness.stats.paired import relative_improvement, wilcoxon
+
+    assert rrf_scores([["a", "b"]], k=0) == {"a": 1.0, "b": 0.5}
+    with pytest.raises(ValueError, match="k must be non-negative"):
+        rrf_scores([["a"]], k=-1)
+    assert z_mde(0.2, 0) == math.inf and z_mde(0.2, 1) == pytest.approx(
+        (st.norm.ppf(0.975) + st.norm.ppf(0.8)) * 0.2)
+    assert z_mde(0.2, 25, alpha=0.1, power=0.9) == pytest.approx((st.norm.ppf(0.95) + st.norm.ppf(0.9)) * 0.2 / 5)
+    assert relative_improvement([0.5, 0.1], [0.0, 0.0]) == math.inf
+    assert relative_improvement([0.0], [0.0]) == 0.0
+    assert wilcoxon([0.3, 0.3], [0.3, 0.3]) == 1.0
+
+
+def test_verdict_objects_in_full():
+    from harness.stats.verdict import Verdict
+
+    assert decide(Effect("difference", float("nan"), (float("nan"),) * 2, 0, float("nan")), ">=", 0.0,
+                  Decision("ci")) == Verdict("inconclusive", "no paired observations", None, math.inf)
+    one = Effect("difference", 0.1, (float("nan"),) * 2, 1, float("nan"))
+    assert decide(one, ">=", 0.0, Decision("ci")) == Verdict("inconclusive", "interval undefined", None, math.inf)
+    rel = Effect("relative", math.inf, (float("nan"),) * 2, 6, 0.3)
+    v = decide(rel, ">=", 0.1, Decision("ci"))
+    assert v.mde == pytest.approx(minimum_detectable_effect(0.3, 6)) and v.queries_needed is None
+    half = Effect("difference", 0.12, (0.05, 0.19), 30, 0.2)
+    v = decide(half, ">=", 0.1, Decision("ci", confidence=0.9))
+    from harness.stats.verdict import queries_needed
+
+    assert v.queries_needed == queries_needed(0.2, 0.02, confidence=0.9) and not v.untestable
+    assert v.mde == pytest.approx(minimum_detectable_effect(0.2, 30, confidence=0.9))
+    assert v.reason == "the 90% CI [0.05, 0.19] straddles 0.1"
+    assert decide(half, ">=", 0.01, Decision("ci")).reason == "the whole 95% CI [0.05, 0.19] satisfies >= 0.01"
+    assert decide(half, ">=", 0.3, Decision("ci")).reason == "the whole 95% CI [0.05, 0.19] violates >= 0.3"
+    low = Effect("difference", -0.01, (-0.03, 0.01), 40, 0.05, attainable=(-0.5, 0.02))
+    assert decide(low, ">=", 0.05, Decision("ci")).untestable
+    assert not decide(low, "<=", 0.05, Decision("ci")).untestable
+    assert not decide(Effect("difference", 0.1, (0.0, 0.2), 9, 0.1, attainable=(-0.5, 0.5)), ">", 0.05,
+                      Decision("ci")).untestable
