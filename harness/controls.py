@@ -829,3 +829,110 @@ def _random_order(mp: Any) -> None:
         return hits, ms, rr
 
     mp.setattr(E2Standard, "retrieve", retrieve)
+
+
+# ---------------------------------------------------------------- calibration of the harness's own statistics
+@control("calibrated-tests-liberal", breaks="every test's p-value is a quarter of the true one (a liberal test)")
+def _liberal_tests(mp: Any) -> None:
+    from harness.stats import calibration as calib
+
+    for name in ("_t_pvalues", "_wilcoxon_pvalues", "_mcnemar_midp", "_permutation_pvalues"):
+        orig = getattr(calib, name)
+        mp.setattr(calib, name, lambda *a, _f=orig, **k: _f(*a, **k) / 4)
+
+
+@control("verdict-interval-half-width", breaks="the Student-t verdict interval is half as wide as it should be")
+def _narrow_interval(mp: Any) -> None:
+    from harness.stats import calibration as calib
+
+    orig = calib._t_bounds
+
+    def half(D, alpha):
+        lo, hi = orig(D, alpha)
+        mid, rad = (lo + hi) / 2, (hi - lo) / 4
+        return mid - rad, mid + rad
+
+    mp.setattr(calib, "_t_bounds", half)
+
+
+# ---------------------------------------------------------------- benchmark-tier controls (run in a fresh process)
+@control("clock-runs-1000x-slow", breaks="every perf_counter interval reads 1000x its length (a machine 1000x slower)")
+def _slow_clock(mp: Any) -> None:
+    import time
+
+    orig = time.perf_counter
+    t0 = orig()
+    mp.setattr(time, "perf_counter", lambda: t0 + (orig() - t0) * 1000.0)
+
+
+@control("e2e4-llm-fails-every-fourth", breaks="every fourth answer call of E2/E3/E4 fails for good")
+def _e2e4_llm_fails(mp: Any) -> None:
+    from harness.llm.client import LLMError
+    from harness.techniques.e2e4 import Experiment
+
+    orig, calls = Experiment.generate, {"n": 0}
+
+    def generate(self, query, hits):
+        calls["n"] += 1
+        if calls["n"] % 4 == 0:
+            raise LLMError("negative control: the model failed after retries")
+        return orig(self, query, hits)
+
+    mp.setattr(Experiment, "generate", generate)
+
+
+@control("reranker-keeps-input-order", breaks="the reranker returns the first-stage candidates in their order")
+def _rerank_noop(mp: Any) -> None:
+    from harness import rerank
+
+    def keep(self, query, hits, top_k):
+        return [rerank.Hit(h.id, h.score, h.text, {**h.metadata, "first_stage_score": h.score,
+                                                  "rerank_score": h.score}) for h in list(hits)[:top_k]]
+
+    mp.setattr(rerank._RerankBase, "rerank", keep)
+
+
+@control("abstention-never-detected", breaks="no answer is read as an abstention")
+def _no_abstain(mp: Any) -> None:
+    from harness.techniques import e2e4_eval
+
+    replace_everywhere(mp, e2e4_eval.abstains, lambda answer: False)
+
+
+@control("ret-returns-baseline", breaks="RET-on selects exactly what RET-off selects (the stage is skipped)")
+def _ret_baseline(mp: Any) -> None:
+    from harness.techniques.ret import RET
+
+    orig = RET.select
+
+    def select(self, question, retriever, **kw):
+        off = RET(self.llm, self.config.model_copy(update={"enable_ret": False}), k=self.k, per_query=self.per_query)
+        return orig(off, question, retriever, **kw)
+
+    mp.setattr(RET, "select", select)
+
+
+@control("ret-stage-repeated", breaks="the RET stage makes its model calls three times over")
+def _ret_thrice(mp: Any) -> None:
+    from harness.techniques import ret
+
+    orig = ret.generate_hypotheses
+
+    def thrice(*a, **kw):
+        for _ in range(2):
+            orig(*a, **kw)
+        return orig(*a, **kw)
+
+    replace_everywhere(mp, orig, thrice)
+
+
+@control("parallel-retrieval-serial", breaks="multi-query retrieval searches one query after another")
+def _serial_retrieval(mp: Any) -> None:
+    from harness.retrieval import Retriever
+
+    orig = Retriever.retrieve_many
+
+    def retrieve_many(self, queries, k=10, *, parallel=True):
+        return [orig(self, [q], k, parallel=False)[0] for q in queries]  # one embedding call and scan per query
+
+    mp.setattr(Retriever, "retrieve_many", retrieve_many)

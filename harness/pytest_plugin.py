@@ -25,6 +25,7 @@ PROP_RECORD = "harness_record"
 PROP_VERDICT = "harness_verdict"
 PROP_CONTROL = "harness_control"
 CONTROL_KEY = pytest.StashKey[dict]()
+ISOLATED_KEY = pytest.StashKey[dict]()
 
 
 class SpecCheckFailed(AssertionError):
@@ -60,6 +61,10 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption("--negative-controls", action="store_true", default=False,
                     help="also run each spec's tests under its negative control (the broken variant named in the "
                          "catalogue); the run fails if a check still passes under it or a claim has no control.")
+    group.addoption("--under-control", action="store", default=None, metavar="NAME",
+                    help="apply the named negative control to the whole session (--negative-controls runs "
+                         "benchmark-tier tests this way, in a fresh process, so their module and session fixtures "
+                         "are computed under it).")
     parser.addini("spec_files", type="linelist", default=[], help="spec catalogue files or directories.")
     parser.addini("harness_config", type="string", default="", help="wsop.yaml-style configuration file.")
     parser.addini("harness_require_tier", type="bool", default=False,
@@ -206,6 +211,8 @@ def _run_under_control(item: pytest.Item, spec_: Spec) -> dict[str, Any]:
     if not spec_.control:
         return {**out, "outcome": "missing"}
     ctl = get_control(spec_.control)
+    if "benchmark" in _tiers(item):  # wide fixtures (a study over a dataset) must be computed under the control
+        return {**out, **_isolated_outcome(item, spec_, ctl)}
     state: dict[str, Any] = {"name": ctl.name, "exc": None, "records": []}
     item.stash[CONTROL_KEY] = state
     mp = pytest.MonkeyPatch()
@@ -230,6 +237,64 @@ def _run_under_control(item: pytest.Item, spec_: Spec) -> dict[str, Any]:
     detail = "" if not failed else str(getattr(getattr(failed[0].longrepr, "reprcrash", None), "message", ""))[:300]
     return {**out, "outcome": outcome, "breaks": ctl.breaks, "detail": detail,
             "checks": [{"verdict": r["verdict"], "value": r.get("value")} for r in state["records"]]}
+
+
+def _isolated_outcome(item: pytest.Item, spec_: Spec, ctl: Any) -> dict[str, Any]:
+    """Run every collected benchmark test bound to `ctl` once, in a fresh pytest process under
+    `--under-control`, and read this spec's verdict from its results.json. A comparative claim is killed when
+    it is not *supported* under the control; a point estimate when it fails."""
+    import os
+    import subprocess
+    import sys
+
+    config = item.config
+    cache = config.stash.setdefault(ISOLATED_KEY, {})
+    if ctl.name not in cache:
+        nodeids = sorted({i.nodeid for i in item.session.items
+                          if "benchmark" in _tiers(i) and getattr(_bound_spec(i), "control", None) == ctl.name})
+        out_dir = harness_config_of(config).harness.report_dir / "controls" / ctl.name
+        cmd = [sys.executable, "-m", "pytest", *nodeids, "--under-control", ctl.name, "--report-dir", str(out_dir),
+               "-p", "no:cacheprovider", "-q", "--spec-coverage", "off"]
+        for opt, flag in (("llm", "--llm"), ("harness_config", "--harness-config"), ("data_dir", "--data-dir"),
+                          ("max_queries", "--max-queries")):
+            if config.getoption(opt) is not None:
+                cmd += [flag, str(config.getoption(opt))]
+        for path in config.getoption("spec_file") or []:
+            cmd += ["--spec-file", path]
+        if config.getoption("no_llm_cache"):
+            cmd.append("--no-llm-cache")
+        proc = subprocess.run(cmd, cwd=config.rootpath, env=dict(os.environ), capture_output=True, text=True)
+        results = out_dir / "results.json"
+        rows = {r["id"]: r for r in json.loads(results.read_text())["specs"]} if results.exists() else {}
+        cache[ctl.name] = (rows, (proc.stdout[-1500:] + proc.stderr[-500:]).strip())
+    rows, tail = cache[ctl.name]
+    row = rows.get(spec_.id)
+    verdict = row["verdict"] if row else None
+    if verdict in ("fail", "refuted") or (spec_.comparative and verdict == "inconclusive"):
+        outcome = "killed"
+    elif verdict in ("pass", "supported", "inconclusive"):
+        outcome = "survived"
+    elif verdict == "skipped":
+        outcome = "skipped"
+    else:
+        outcome = "crashed"
+    return {"outcome": outcome, "breaks": ctl.breaks, "isolated": True,
+            "detail": f"under the control: {verdict or 'no verdict'}" + (f", value {row.get('value')!r}" if row else
+                                                                          f"; {tail[-300:]}"),
+            "checks": [{"verdict": verdict, "value": row.get("value") if row else None}]}
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_collection_finish(session: pytest.Session) -> None:
+    """`--under-control NAME`: the whole session runs under the negative control (and so do its subprocesses)."""
+    name = session.config.getoption("under_control", None)
+    if name:
+        from harness.controls import ENV, get_control
+
+        mp = pytest.MonkeyPatch()
+        mp.setenv(ENV, name)
+        get_control(name).apply(mp)
+        session.config.add_cleanup(mp.undo)
 
 
 @pytest.hookimpl(wrapper=True)

@@ -304,3 +304,93 @@ def test_verdict_objects_in_full():
     assert not decide(low, "<=", 0.05, Decision("ci")).untestable
     assert not decide(Effect("difference", 0.1, (0.0, 0.2), 9, 0.1, attainable=(-0.5, 0.5)), ">", 0.05,
                       Decision("ci")).untestable
+
+
+def _bca_by_formula(theta, reps, jack, confidence):
+    """Efron's BCa, written out step by step (independent of harness.stats.intervals)."""
+    reps = np.asarray(reps, float)
+    reps = reps[np.isfinite(reps)]
+    b = len(reps)
+    prop = (np.count_nonzero(reps < theta) + 0.5 * np.count_nonzero(reps == theta)) / b
+    prop = min(max(prop, 1 / (b + 1)), 1 - 1 / (b + 1))
+    z0 = st.norm.ppf(prop)
+    dev = np.mean(jack) - np.asarray(jack, float)
+    acc = np.sum(dev ** 3) / (6 * np.sum(dev ** 2) ** 1.5) if np.sum(dev ** 2) > 0 else 0.0
+    lo_q, hi_q = [st.norm.cdf(z0 + (z0 + z) / (1 - acc * (z0 + z)))
+                  for z in (st.norm.ppf((1 - confidence) / 2), st.norm.ppf((1 + confidence) / 2))]
+    return float(np.quantile(reps, lo_q)), float(np.quantile(reps, hi_q))
+
+
+def test_bca_from_replicates_by_the_formula_and_its_edges():
+    from harness.stats.intervals import bca_from_replicates
+
+    rng = np.random.default_rng(11)
+    reps = np.concatenate([rng.gamma(2.0, 0.05, 3000), [np.inf, np.nan]])
+    jack = rng.gamma(2.0, 0.02, 40)
+    for theta, conf in ((0.1, 0.95), (0.08, 0.9), (0.12, 0.8)):
+        assert bca_from_replicates(theta, reps, jack, confidence=conf) == pytest.approx(
+            _bca_by_formula(theta, reps, jack, conf), abs=1e-12)
+    tied = np.array([0.1, 0.1, 0.2, 0.3, 0.1, 0.4])  # replicates equal to theta count half
+    assert bca_from_replicates(0.1, tied, [1, 2, 3.5]) == pytest.approx(_bca_by_formula(0.1, tied, [1, 2, 3.5], .95))
+    assert bca_from_replicates(-5.0, reps, jack) == pytest.approx(_bca_by_formula(-5.0, reps, jack, 0.95))
+    assert bca_from_replicates(0.1, reps, [0.3, 0.3, 0.3]) == pytest.approx(_bca_by_formula(0.1, reps, [.3] * 3, .95))
+    assert bca_from_replicates(0.2, [0.2, 0.2, 0.2], jack) == (0.2, 0.2)
+    assert bca_from_replicates(0.5, [0.5], jack) == (0.5, 0.5)
+    assert all(math.isnan(v) for v in bca_from_replicates(0.1, [], jack))
+    assert all(math.isnan(v) for v in bca_from_replicates(float("nan"), reps, jack))
+    assert all(math.isnan(v) for v in bca_from_replicates(0.1, [np.inf, np.nan], jack))
+
+
+def test_bootstrap_intervals_of_the_mean_by_hand():
+    from harness.stats.intervals import bca_interval, bootstrap_means, percentile_interval
+
+    x = np.random.default_rng(12).gamma(1.5, 0.2, 35)
+    w = np.random.default_rng(4).multinomial(35, np.full(35, 1 / 35), size=3000)
+    means = (w @ x) / 35
+    assert bootstrap_means(x, n_resamples=3000, seed=4) == pytest.approx(means)
+    assert percentile_interval(x, confidence=0.9, n_resamples=3000, seed=4) == pytest.approx(
+        (np.quantile(means, 0.05), np.quantile(means, 0.95)))
+    jack = (x.sum() - x) / 34
+    assert bca_interval(x, confidence=0.9, n_resamples=3000, seed=4) == pytest.approx(
+        _bca_by_formula(x.mean(), means, jack, 0.9), abs=1e-12)
+    assert bca_interval([0.3], n_resamples=10) == (-math.inf, math.inf)
+    assert all(math.isnan(v) for v in bca_interval([], n_resamples=10))
+    assert all(math.isnan(v) for v in percentile_interval([], n_resamples=10))
+
+
+def test_relative_bootstrap_intervals_by_hand():
+    a, b = _pair(13, n=30)
+    n, B = len(a), 2000
+    w = np.random.default_rng(6).multinomial(n, np.full(n, 1 / n), size=B)
+    reps = (w @ a) / (w @ b) - 1
+    e = paired_effect(a, b, relative=True, interval="percentile", n_resamples=B, seed=6, confidence=0.9)
+    assert e.ci == pytest.approx((np.quantile(reps, 0.05), np.quantile(reps, 0.95)))
+    est = a.mean() / b.mean() - 1
+    jack = ((a.sum() - a) / (n - 1)) / ((b.sum() - b) / (n - 1)) - 1
+    e = paired_effect(a, b, relative=True, interval="bca", n_resamples=B, seed=6, confidence=0.9)
+    assert e.ci == pytest.approx(_bca_by_formula(est, reps, jack, 0.9), abs=1e-12)
+    two = paired_effect([0.5, 0.7], [0.25, 0.5], relative=True, interval="bca", n_resamples=500)
+    assert all(math.isfinite(v) for v in two.ci)
+
+
+def test_effect_fields_at_the_edges():
+    tie = 1e-12
+    e = paired_effect([tie, -tie, 0.3, 0.1], [0.0, 0.0, 0.1, 0.3], bounds=None, confidence=0.9)
+    assert (e.improved, e.unchanged, e.degraded) == (1, 2, 1) and e.confidence == 0.9
+    assert e.ci == pytest.approx(st.t.interval(0.9, 3, loc=np.mean([tie, -tie, 0.2, -0.2]),
+                                               scale=st.sem([tie, -tie, 0.2, -0.2])))
+    pair = paired_effect([0.5, 0.9], [0.4, 0.4])
+    assert pair.sd == pytest.approx(np.std([0.1, 0.5], ddof=1))
+    rel2 = paired_effect([0.5, 0.9], [0.4, 0.5], relative=True)
+    assert math.isfinite(rel2.sd) and rel2.confidence == 0.95
+    flags = paired_effect([True, False, True, True], [False, False, True, False], binary=True)
+    assert flags.estimate == 0.5 and flags.p_values["mcnemar"] == pytest.approx(0.25)
+    assert paired_effect([0.5, 0.6], [0.4, 0.5], relative=True, bounds=(0.2, 1.0)).attainable == pytest.approx(
+        (0.2 / 0.45 - 1, 1 / 0.45 - 1))
+    p1 = paired_effect([0.5, 0.9, 0.2, 0.4], [0.4, 0.4, 0.3, 0.1], interval="percentile", n_resamples=300, seed=5)
+    assert p1.ci == paired_effect([0.5, 0.9, 0.2, 0.4], [0.4, 0.4, 0.3, 0.1], interval="percentile",
+                                  n_resamples=300, seed=5).ci
+    zero = paired_effect([0.2, 0.4], [0.0, 0.0], relative=True, confidence=0.8)
+    assert (zero.kind, zero.estimate, zero.n, zero.confidence) == ("relative", math.inf, 2, 0.8)
+    assert math.isnan(zero.sd) and zero.baseline_mean == 0.0 and zero.candidate_mean == pytest.approx(0.3)
+    assert zero.improved == 2 and zero.p_values["t"] == pytest.approx(st.ttest_1samp([0.2, 0.4], 0).pvalue)

@@ -2,8 +2,9 @@
 the thing it is named after), or the spec is a declared `property`.
 
 The run-time meta-tests run the project's own spec tests under `pytest --negative-controls` in a subprocess and
-read the verdicts from results.json. Specs without a control yet (issue #15 stays open for them) are named in
-PENDING, their tests deselected here, and listed by a strict xfail that starts failing the day they get one.
+read the verdicts from results.json. Benchmark-tier checks run under their control in a fresh pytest process
+(`--under-control`), so that the study a module fixture computes is computed under it too; the calibration specs
+(no LLM) are run that way here, the LLM-driven ones by `pytest -m benchmark --negative-controls`.
 """
 from __future__ import annotations
 
@@ -20,21 +21,13 @@ from harness.controls import CONTROLS
 
 ROOT = Path(__file__).resolve().parents[1]
 CATALOGUE = load_catalogue([ROOT / "specs"])
-# Benchmark-only specs without a control are pending (their inputs are module fixtures a controlled re-run does
-# not recompute); every comparative one is at least checked against a null technique below.
-PENDING: set[str] = set()
-PENDING_TESTS: list[str] = []
-
-
-def _pending(spec) -> bool:
-    return spec.id in PENDING or spec.marker == "benchmark" and not spec.control
 
 
 @pytest.mark.unit
 def test_every_spec_names_a_registered_control_or_is_a_property():
     unknown = [f"{s.id}: {s.control}" for s in CATALOGUE if s.control and s.control not in CONTROLS]
     assert not unknown, f"controls not registered in harness.controls: {unknown}"
-    missing = [s.id for s in CATALOGUE if not s.control and s.kind != "property" and not _pending(s)]
+    missing = [s.id for s in CATALOGUE if not s.control and s.kind != "property"]
     assert not missing, f"specs with neither a negative control nor kind: property: {missing}"
     unused = sorted(set(CONTROLS) - {s.control for s in CATALOGUE})
     assert not unused, f"registered controls no spec names: {unused}"
@@ -61,16 +54,9 @@ def test_a_null_technique_is_never_supported():
     assert not supported, f"claims a technique that changes nothing would support: {supported}"
 
 
-@pytest.mark.unit
-@pytest.mark.xfail(strict=True, reason="issue #15: most benchmark specs have no control yet")
-def test_pending_specs_have_controls():
-    assert not [s.id for s in CATALOGUE if _pending(s)]
-
-
 def _run_under_controls(tmp_path: Path, markexpr: str) -> tuple[subprocess.CompletedProcess, dict]:
     out = tmp_path / "controls"
     cmd = [sys.executable, "-m", "pytest", "specs", "tests/test_metrics.py", "-m", markexpr,
-           *[a for t in PENDING_TESTS for a in ("--deselect", t)],
            "--negative-controls", "--report-dir", str(out), "-p", "no:cacheprovider", "-q", "-n", "2",
            "--spec-coverage", "off"]
     env = {**os.environ, "HF_HUB_OFFLINE": "1"}
@@ -82,8 +68,8 @@ def _run_under_controls(tmp_path: Path, markexpr: str) -> tuple[subprocess.Compl
 def _assert_all_killed(proc: subprocess.CompletedProcess, results: dict, tier: str) -> None:
     tail = proc.stdout[-3000:] + proc.stderr[-2000:]
     rows = {r["id"]: r for r in results.get("specs", [])}
-    ran = [r for r in rows.values() if r.get("control") and r["id"] not in PENDING]
-    expected = {s.id for s in CATALOGUE if s.marker == tier and s.id not in PENDING}
+    ran = [r for r in rows.values() if r.get("control")]
+    expected = {s.id for s in CATALOGUE if s.marker == tier}
     assert expected <= {r["id"] for r in ran}, f"specs whose tests did not run under a control: " \
                                                f"{sorted(expected - {r['id'] for r in ran})}\n{tail}"
     bad = {r["id"]: r["control"] for r in ran if r["control"]["outcome"] not in ("killed", "property")}
@@ -101,3 +87,21 @@ def test_unit_spec_checks_fail_under_their_controls(tmp_path: Path):
 @pytest.mark.integration
 def test_integration_spec_checks_fail_under_their_controls(tmp_path: Path):
     _assert_all_killed(*_run_under_controls(tmp_path, "integration"), tier="integration")
+
+
+@pytest.mark.integration
+def test_calibration_checks_fail_under_their_controls(tmp_path: Path):
+    """The CALIB specs (real Cranfield runs, no LLM) under a liberal test and a too-narrow interval."""
+    if not (ROOT.parent / "shared" / "data" / "cranfield").is_dir():
+        pytest.fail(f"the Cranfield set is missing at {ROOT.parent / 'shared' / 'data' / 'cranfield'}")
+    out = tmp_path / "controls"
+    cmd = [sys.executable, "-m", "pytest", "benchmarks/test_calibration.py", "-m", "benchmark", "--negative-controls",
+           "--report-dir", str(out), "-p", "no:cacheprovider", "-q"]
+    proc = subprocess.run(cmd, cwd=ROOT, env={**os.environ, "HF_HUB_OFFLINE": "1"}, capture_output=True, text=True,
+                          timeout=1800)
+    tail = proc.stdout[-3000:] + proc.stderr[-2000:]
+    rows = {r["id"]: r for r in json.loads((out / "results.json").read_text())["specs"]} if \
+        (out / "results.json").exists() else {}
+    calib = {s.id for s in CATALOGUE if s.id.startswith("CALIB-")}
+    outcomes = {i: (rows.get(i, {}).get("control") or {}).get("outcome") for i in calib}
+    assert all(o == "killed" for o in outcomes.values()), f"{outcomes}\n{tail}"
