@@ -7,7 +7,9 @@ import time
 import numpy as np
 import pytest
 
+from harness.data.trec import write_trec_qrels, write_trec_run
 from harness.metrics import evaluate
+from harness.metrics.runs import score_run
 from harness.retrieval import Retriever
 
 pytestmark = pytest.mark.benchmark
@@ -24,13 +26,21 @@ def _run(retriever: Retriever, queries, k: int = 100) -> tuple[dict[str, dict[st
 
 
 @pytest.mark.parametrize("mode", ["dense", "bm25", "hybrid"])
-def test_retrieval_quality(dataset_name, mode, dataset, dense_store, embedder, measure):
+def test_retrieval_quality(dataset_name, mode, dataset, dense_store, embedder, harness_config, measure):
+    """Each run is also written as a TREC run file beside the qrels it was scored with (report_dir/runs/), and
+    `rag-harness eval` on them reproduces the figures recorded here exactly."""
     queries = list(dataset.judged_queries().values())
     run, seconds = _run(Retriever(dense_store, embedder, mode), queries)
     scores = evaluate(dataset.qrels, run, MEASURES)
     model = "bm25 (LanceDB FTS)" if mode == "bm25" else embedder.name
+    runs_dir = harness_config.harness.report_dir / "runs"
+    run_file, qrels_file = runs_dir / f"{dataset_name}-{mode}.run", runs_dir / f"{dataset_name}.qrels"
+    write_trec_run(run, run_file, tag=f"rag-harness-{mode}")
+    write_trec_qrels(dataset.qrels, qrels_file)
+    assert score_run(run_file, qrels_file, MEASURES).means == {m: float(v.mean()) for m, v in scores.items()}
     for name, values in scores.items():
-        measure(name, float(values.mean()), technique=mode, dataset=dataset_name, n=len(queries), model=model)
+        measure(name, float(values.mean()), technique=mode, dataset=dataset_name, n=len(queries), model=model,
+                run_file=str(run_file), qrels_file=str(qrels_file))
     measure("search_seconds_per_query", seconds / len(queries), technique=mode, dataset=dataset_name)
     measure("index_seconds", dense_store.last_stats.seconds, dataset=dataset_name,
             encoded=dense_store.last_stats.encoded, skipped=dense_store.last_stats.skipped)

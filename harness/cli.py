@@ -1,4 +1,5 @@
-"""`rag-harness` command line: compare two runs' results.json, or re-render a report."""
+"""`rag-harness` command line: compare two runs' results.json, re-render a report, score TREC run files, or run
+the E2/E3/E4 experiments."""
 from __future__ import annotations
 
 import argparse
@@ -48,6 +49,31 @@ def _run_experiments(args: argparse.Namespace) -> int:
     return 1 if failed and failed > 0.05 * max(1, sum(s.written.values()) + failed) else 0
 
 
+def _eval(args: argparse.Namespace) -> int:
+    from harness.data.errors import DataError
+    from harness.metrics.runs import DEFAULT_MEASURES, compare_runs, score_run
+
+    measures = args.measure or list(DEFAULT_MEASURES)
+    try:
+        scores = score_run(args.run, args.qrels, measures)
+        effects = compare_runs(args.run, args.baseline_run, args.qrels, measures) if args.baseline_run else {}
+    except (DataError, ValueError, OSError) as exc:
+        print(f"rag-harness: {exc}", file=sys.stderr)
+        return 2
+    print(f"{len(scores.queries)} judged queries")
+    for m, v in scores.means.items():
+        line = f"{m:<12} {v:.4f}"
+        if m in effects:
+            e = effects[m]
+            line += (f"  baseline {e.baseline_mean:.4f}  diff {e.estimate:+.4f} [{e.ci[0]:+.4f}, {e.ci[1]:+.4f}]"
+                     f"  p={e.p_value:.3g} ({e.primary_test})  +{e.improved}/={e.unchanged}/-{e.degraded}")
+        print(line)
+    if args.per_query:
+        for i, q in enumerate(scores.queries):
+            print(q + "\t" + "\t".join(f"{m}={scores.per_query[m][i]:.4f}" for m in scores.per_query))
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="rag-harness", description=__doc__)
     sub = ap.add_subparsers(dest="cmd", required=True)
@@ -67,9 +93,18 @@ def main(argv: list[str] | None = None) -> int:
     run.add_argument("--dry-run", action="store_true", help="scripted model, weight-free embedder, no network")
     run.add_argument("--overwrite", action="store_true", help="reprocess every query (and re-index)")
     run.add_argument("--limit", type=int, default=None, help="only the first N queries")
+    ev = sub.add_parser("eval", help="score a TREC run file against qrels (optionally paired with a baseline run)")
+    ev.add_argument("run", help="TREC run file: qid Q0 docid rank score tag")
+    ev.add_argument("qrels", help="TREC qrels file: qid iter docid rel")
+    ev.add_argument("-m", "--measure", action="append", help="e.g. nDCG@10 (repeatable; default: nDCG@10, "
+                                                              "Recall@10, Recall@100, MRR@10, MAP@100)")
+    ev.add_argument("--baseline-run", help="a second run: paired difference, 95%% CI and p-value per measure")
+    ev.add_argument("--per-query", action="store_true", help="also print every query's values")
     args = ap.parse_args(argv)
     if args.cmd == "run-experiments":
         return _run_experiments(args)
+    if args.cmd == "eval":
+        return _eval(args)
     out = Path(args.output)
     out.parent.mkdir(parents=True, exist_ok=True)
     if args.cmd == "compare":

@@ -341,3 +341,59 @@ def test_negative_controls_as_a_user_runs_them(project: pytest.Pytester):
     assert rows["CTL-002"]["control"]["outcome"] == "survived"
     assert rows["CTL-003"]["verdict"] == "property", "a property is shown as such, never as a pass"
     assert rows["CTL-001"]["value"] == 4, "the run under the control records nothing for the report"
+
+
+BENCH_CATALOGUE = """
+specs:
+  - id: DEMO-B1
+    title: A study's figure stays below a bound
+    marker: benchmark
+    decision: estimate
+    control: demo-study-inflated
+    metric: figure
+    comparator: "<"
+    threshold: 2.0
+    source: demo
+"""
+
+
+def test_benchmark_controls_run_in_a_fresh_process_and_leave_the_real_study_alone(pytester: pytest.Pytester):
+    """A module-scoped study is computed under the control in a separate pytest process; the real run's study
+    (computed in this process) is the unbroken one."""
+    pytester.makeini(textwrap.dedent("""
+        [pytest]
+        addopts = --strict-markers -p no:cacheprovider
+        spec_files = specs
+        filterwarnings = error
+    """))
+    (pytester.path / "specs").mkdir()
+    (pytester.path / "specs" / "demo.yaml").write_text(BENCH_CATALOGUE)
+    pytester.makepyfile(mylib="def compute():\n    return 1.0\n")
+    pytester.makeconftest(textwrap.dedent("""
+        import mylib
+        from harness.controls import control
+
+        @control("demo-study-inflated", breaks="the study's figure is five times too large")
+        def _inflate(mp):
+            mp.setattr(mylib, "compute", lambda: 5.0)
+    """))
+    pytester.makepyfile(test_bench=textwrap.dedent("""
+        import os
+        import pytest
+        import mylib
+
+        @pytest.fixture(scope="module")
+        def study():
+            return mylib.compute()
+
+        @pytest.mark.spec("DEMO-B1")
+        def test_figure(study, check):
+            check("DEMO-B1", study, pid=os.getpid())
+    """))
+    result = pytester.runpytest_subprocess("--report-dir", "out", "-m", "benchmark", "--negative-controls")
+    result.assert_outcomes(passed=1)
+    row = {r["id"]: r for r in json.loads((pytester.path / "out" / "results.json").read_text())["specs"]}["DEMO-B1"]
+    assert row["verdict"] == "pass" and row["value"] == 1.0
+    assert row["control"]["outcome"] == "killed" and "5.0" in row["control"]["detail"]
+    child = json.loads((pytester.path / "out" / "controls" / "demo-study-inflated" / "results.json").read_text())
+    assert child["specs"][0]["value"] == 5.0

@@ -57,7 +57,19 @@ def read_trec_run(path: str | Path, *, strict: bool = True, skips: SkipLog | Non
 
 
 def write_trec_run(run: Mapping[str, Mapping[str, float]], path: str | Path, tag: str = "rag-harness") -> None:
+    """`qid Q0 docid rank score tag` lines in trec_eval's order; scores written in full (round-trip) precision,
+    so that reading the file back ranks every query exactly as the run did."""
+    Path(path).parent.mkdir(parents=True, exist_ok=True)
     with Path(path).open("w", encoding="utf-8") as fh:
         for qid in sorted(run):
             for rank, did in enumerate(order_run(run[qid]), 1):
-                fh.write(f"{qid} Q0 {did} {rank} {run[qid][did]:.8f} {tag}\n")
+                fh.write(f"{qid} Q0 {did} {rank} {float(run[qid][did])!r} {tag}\n")
+
+
+def write_trec_qrels(qrels: Mapping[str, Mapping[str, int]], path: str | Path) -> None:
+    """`qid 0 docid rel` lines, sorted."""
+    Path(path).parent.mkdir(parents=True, exist_ok=True)
+    with Path(path).open("w", encoding="utf-8") as fh:
+        for qid in sorted(qrels):
+            for did in sorted(qrels[qid]):
+                fh.write(f"{qid} 0 {did} {int(qrels[qid][did])}\n")
