@@ -397,3 +397,13 @@ def test_benchmark_controls_run_in_a_fresh_process_and_leave_the_real_study_alon
     assert row["control"]["outcome"] == "killed" and "5.0" in row["control"]["detail"]
     child = json.loads((pytester.path / "out" / "controls" / "demo-study-inflated" / "results.json").read_text())
     assert child["specs"][0]["value"] == 5.0
+
+
+@pytest.mark.parametrize("form", ["space", "equals"])
+def test_report_dir_outside_the_project_in_both_forms(project: pytest.Pytester, tmp_path_factory, form):
+    project.makepyfile(test_demo=TESTS.format(value=0.5))
+    out = tmp_path_factory.mktemp("elsewhere") / "reports"
+    args = ["--report-dir", str(out)] if form == "space" else [f"--report-dir={out}"]
+    result = project.runpytest_subprocess("-m", "unit", *args)
+    result.assert_outcomes(passed=2)
+    assert (out / "results.json").is_file() and (out / "index.html").is_file()
