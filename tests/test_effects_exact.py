@@ -394,3 +394,56 @@ def test_effect_fields_at_the_edges():
     assert (zero.kind, zero.estimate, zero.n, zero.confidence) == ("relative", math.inf, 2, 0.8)
     assert math.isnan(zero.sd) and zero.baseline_mean == 0.0 and zero.candidate_mean == pytest.approx(0.3)
     assert zero.improved == 2 and zero.p_values["t"] == pytest.approx(st.ttest_1samp([0.2, 0.4], 0).pvalue)
+
+
+def test_cohens_dz_degenerate_and_kendall_with_two_levels():
+    from harness.stats.paired import kendall_tau
+
+    assert cohens_dz([0.5], [0.2]) == math.inf and cohens_dz([0.2], [0.5]) == -math.inf
+    assert cohens_dz([0.5, 0.75], [0.25, 0.5]) == math.inf and cohens_dz([0.25, 0.5], [0.5, 0.75]) == -math.inf
+    assert cohens_dz([0.4], [0.4]) == 0.0
+    assert kendall_tau([1, 2, 1, 2], [0, 1, 0, 1]) == pytest.approx(1.0)
+    assert kendall_tau([0, 1, 0, 1], [1, 2, 3, 4]) == pytest.approx(st.kendalltau([0, 1, 0, 1], [1, 2, 3, 4]).statistic)
+
+
+def test_queries_for_power_names_the_bad_argument():
+    with pytest.raises(ValueError, match="effect and sd must be positive"):
+        calib.queries_for_power(0.0, 0.1)
+
+
+def test_power_simulation_step_by_step():
+    """The power simulation written out (same seed, same draws): hits are the simulations whose t-interval lies
+    wholly above 0."""
+    rng0 = np.random.default_rng(21)
+    a, b = rng0.random(50), rng0.random(50)
+    r = calib.power_at_prediction(a, b, 0.2, share=0.4, sims=300, seed=8, confidence=0.9)
+    rng = np.random.default_rng(8)
+    base = np.concatenate([a - b, b - a])
+    sd = math.sqrt(np.mean(base ** 2) + 0.2 ** 2 * 0.6 / 0.4)
+    n = calib.queries_for_power(sd, 0.2, confidence=0.9)
+    D = base[rng.integers(0, len(base), size=(300, n))] + (rng.random((300, n)) < 0.4) * (0.2 / 0.4)
+    lo = D.mean(axis=1) - st.t.ppf(0.95, n - 1) * D.std(axis=1, ddof=1) / math.sqrt(n)
+    assert (r.predicted_n, r.sd) == (n, pytest.approx(sd))
+    assert r.measured_power == np.sum(lo > 0) / 300
+    default = calib.power_at_prediction(a, b, 0.2)
+    assert default.sims == 1000 and default.share == 0.5
+    assert default.measured_power == calib.power_at_prediction(a, b, 0.2, seed=0).measured_power
+    assert default.predicted_n == calib.queries_for_power(default.sd, 0.2, confidence=0.95)
+
+
+def test_context_dicts_for_the_report():
+    from harness.stats.latency import ratio_of
+    from harness.stats.verdict import Verdict
+
+    r = ratio_of([1.0, 2.0, 4.0], [2.0, 3.0, 4.0])
+    assert r.as_context() == {"kind": "latency_ratio", "iqr": [r.q25, r.q75], "rounds": 3,
+                              "baseline_median_s": 2.0, "candidate_median_s": 3.0}
+    assert (r.median, r.q25, r.q75) == (pytest.approx(1.5), pytest.approx(1.25), pytest.approx(1.75))
+    v = Verdict("inconclusive", "why", math.inf, 0.1, False)
+    assert v.as_context() == {"verdict": "inconclusive", "reason": "why", "queries_needed": "never", "mde": 0.1,
+                              "untestable": False}
+    assert Verdict("supported", "ok", 12.0, 0.1).as_context()["queries_needed"] == 12.0
+    assert Decision("ci", confidence=0.9).describe() == "90% CI vs threshold"
+    assert Decision("test", "mcnemar", 0.15).describe() == "mcnemar p < 0.15 (Holm) and estimate vs threshold"
+    assert Decision().describe() == "point estimate vs threshold" and not Decision().comparative
+    assert Decision("ci").comparative and Decision("test", "t").comparative
