@@ -119,3 +119,16 @@ def test_every_project_benchmark_spec_declares_its_decision():
     assert {"HYDE-003", "QRW-003", "RAGF-004", "CRAG-005", "BENCH-HYDE-CONTRIEVER", "E2E4-FR5-3",
             "RET-GATE-1"} <= comparative
     assert cat["RET-GATE-1"].decision.test == "mcnemar" and cat["RET-GATE-1"].decision.alpha == 0.15
+
+
+def test_public_api_names_resolve_lazily():
+    import subprocess
+    import sys
+
+    import harness
+
+    assert all(getattr(harness, name) is not None for name in harness.__all__)
+    with pytest.raises(AttributeError, match="no attribute 'nope'"):
+        harness.nope  # noqa: B018
+    code = "import sys, harness; print(any(m in sys.modules for m in ('lancedb', 'torch', 'litellm')))"
+    assert subprocess.run([sys.executable, "-c", code], capture_output=True, text=True).stdout.strip() == "False"
