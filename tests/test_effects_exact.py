@@ -447,3 +447,41 @@ def test_context_dicts_for_the_report():
     assert Decision("test", "mcnemar", 0.15).describe() == "mcnemar p < 0.15 (Holm) and estimate vs threshold"
     assert Decision().describe() == "point estimate vs threshold" and not Decision().comparative
     assert Decision("ci").comparative and Decision("test", "t").comparative
+
+
+def test_bootstrap_ci_and_paired_difference_by_hand():
+    from harness.stats.paired import bootstrap_ci, paired_difference
+
+    x = np.array([0.1, 0.4, 0.35, 0.8, 0.05, 0.6, 0.3])
+    idx = np.random.default_rng(3).integers(0, 7, size=(2000, 7))
+    means = x[idx].mean(axis=1)
+    assert bootstrap_ci(x, confidence=0.8, n_resamples=2000, seed=3) == pytest.approx(
+        (np.quantile(means, 0.1), np.quantile(means, 0.9)))
+    assert bootstrap_ci([1, 3, 2, 5]) == bootstrap_ci([1.0, 3.0, 2.0, 5.0], seed=0)
+    assert all(math.isnan(v) for v in bootstrap_ci([]))
+    b = np.zeros(7)
+    pd_ = paired_difference(x, b, confidence=0.8, n_resamples=2000, seed=3)
+    assert (pd_.mean, pd_.n, pd_.confidence) == (pytest.approx(x.mean()), 7, 0.8)
+    assert pd_.ci == pytest.approx((np.quantile(means, 0.1), np.quantile(means, 0.9)))
+    assert paired_difference(x, b).ci == bootstrap_ci(x, seed=0, n_resamples=10_000)
+    assert math.isnan(paired_difference([], []).mean)
+
+
+def test_interleaved_ratio_alternates_order_and_passes_inputs():
+    from harness.stats.latency import interleaved_ratio, ratio_of
+
+    calls = []
+    ticks = iter(range(1000))
+    r = interleaved_ratio(lambda x: calls.append(("b", x)), lambda x: calls.append(("c", x)), ["p", "q", "r"],
+                          warmup=2, clock=lambda: next(ticks))
+    assert calls[:4] == [("b", "p"), ("c", "p"), ("b", "q"), ("c", "q")]  # warm-up over the first two inputs
+    assert calls[4:] == [("b", "p"), ("c", "p"), ("c", "q"), ("b", "q"), ("b", "r"), ("c", "r")]
+    assert r.rounds == 3 and r.median == 1.0
+    more = iter(range(1000))
+    assert interleaved_ratio(lambda x: None, lambda x: calls.append(x), [7], clock=lambda: next(more)).rounds == 1
+    assert calls[-2:] == [7, 7]  # the default warm-up runs each arm once on the first input
+    assert ratio_of([1, 2], [3, 4]).median == pytest.approx(2.5)
+
+
+def test_proportion_reads_truthiness():
+    assert proportion_effect([2, 0, 1, 0]).estimate == 0.5
