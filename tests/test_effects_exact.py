@@ -485,3 +485,43 @@ def test_interleaved_ratio_alternates_order_and_passes_inputs():
 
 def test_proportion_reads_truthiness():
     assert proportion_effect([2, 0, 1, 0]).estimate == 0.5
+
+
+def test_mcnemar_exact_switch_and_relative_ci_by_hand():
+    from harness.stats.paired import holm, mcnemar
+
+    a = np.array([1] * 20 + [0] * 4 + [1] * 10, bool)
+    b = np.array([0] * 20 + [1] * 4 + [1] * 10, bool)
+    r = mcnemar(a, b)
+    assert (r.b, r.c, r.exact) == (4, 20, True) and r.p_value == pytest.approx(st.binomtest(4, 24, 0.5).pvalue)
+    a2, b2 = np.append(a, True), np.append(b, False)
+    r2 = mcnemar(a2, b2)
+    assert r2.exact is False and r2.statistic == pytest.approx((abs(4 - 21) - 1) ** 2 / 25)
+    assert mcnemar([2, 0], [0, 0]).c == 1
+    with pytest.raises(ValueError, match="same length"):
+        mcnemar([1, 0], [1])
+    rej, adj = holm([0.01, 0.04, 0.03], alpha=0.1)
+    assert rej == [True, True, True] and adj == pytest.approx([0.03, 0.06, 0.06])
+    assert holm([0.01, 0.04, 0.03])[0] == [True, False, False] and holm([]) == ([], [])
+
+
+def test_relative_improvement_ci_by_hand():
+    from harness.stats.paired import relative_improvement_ci
+
+    a, b = _pair(17, n=25)
+    idx = np.random.default_rng(2).integers(0, 25, size=(1500, 25))
+    rel = a[idx].mean(axis=1) / b[idx].mean(axis=1) - 1
+    assert relative_improvement_ci(a, b, confidence=0.8, n_resamples=1500, seed=2) == pytest.approx(
+        (np.quantile(rel, 0.1), np.quantile(rel, 0.9)))
+    assert relative_improvement_ci(a, b) == relative_improvement_ci(a, b, seed=0, n_resamples=10_000)
+    assert all(math.isnan(v) for v in relative_improvement_ci([0.5], [0.0], n_resamples=20))
+    x = relative_improvement_ci([0.5, 0.6], [0.0, 0.3], n_resamples=500, seed=1)  # resamples of baseline 0 dropped
+    assert all(math.isfinite(v) for v in x)
+
+
+def test_row_quantiles_match_numpy():
+    R = np.random.default_rng(3).random((4, 9))
+    q = np.array([0.0, 1.0, 0.37, 0.999])
+    got = calib._quantile_rows(R, q)
+    assert got == pytest.approx([np.quantile(R[i], q[i]) for i in range(4)])
+    assert calib._quantile_rows(R, np.array([-0.5, 1.5, 0.5, 0.5]))[:2] == pytest.approx([R[0].min(), R[1].max()])
