@@ -40,8 +40,7 @@ def test_flag(check):
 """
 
 
-@pytest.fixture
-def project(pytester: pytest.Pytester):
+def _new_project(pytester: pytest.Pytester, catalogue: str) -> pytest.Pytester:
     pytester.makeini(textwrap.dedent("""
         [pytest]
         addopts = --strict-markers -p no:cacheprovider
@@ -49,8 +48,13 @@ def project(pytester: pytest.Pytester):
         filterwarnings = error
     """))
     (pytester.path / "specs").mkdir()
-    (pytester.path / "specs" / "demo.yaml").write_text(CATALOGUE)
+    (pytester.path / "specs" / "demo.yaml").write_text(catalogue)
     return pytester
+
+
+@pytest.fixture
+def project(pytester: pytest.Pytester):
+    return _new_project(pytester, CATALOGUE)
 
 
 def test_check_passes_and_records(project: pytest.Pytester):
@@ -360,14 +364,7 @@ specs:
 def test_benchmark_controls_run_in_a_fresh_process_and_leave_the_real_study_alone(pytester: pytest.Pytester):
     """A module-scoped study is computed under the control in a separate pytest process; the real run's study
     (computed in this process) is the unbroken one."""
-    pytester.makeini(textwrap.dedent("""
-        [pytest]
-        addopts = --strict-markers -p no:cacheprovider
-        spec_files = specs
-        filterwarnings = error
-    """))
-    (pytester.path / "specs").mkdir()
-    (pytester.path / "specs" / "demo.yaml").write_text(BENCH_CATALOGUE)
+    _new_project(pytester, BENCH_CATALOGUE)
     pytester.makepyfile(mylib="def compute():\n    return 1.0\n")
     pytester.makeconftest(textwrap.dedent("""
         import mylib
