@@ -51,12 +51,13 @@ def _run_experiments(args: argparse.Namespace) -> int:
 
 def _eval(args: argparse.Namespace) -> int:
     from harness.data.errors import DataError
-    from harness.metrics.runs import DEFAULT_MEASURES, compare_runs, score_run
+    from harness.metrics.runs import DEFAULT_MEASURES, paired_effects, score_run
 
     measures = args.measure or list(DEFAULT_MEASURES)
     try:
         scores = score_run(args.run, args.qrels, measures)
-        effects = compare_runs(args.run, args.baseline_run, args.qrels, measures) if args.baseline_run else {}
+        effects = paired_effects(scores, score_run(args.baseline_run, args.qrels, measures)) if args.baseline_run \
+            else {}
     except (DataError, ValueError, OSError) as exc:
         print(f"rag-harness: {exc}", file=sys.stderr)
         return 2

@@ -38,5 +38,12 @@ def compare_runs(run_path: str | Path, baseline_path: str | Path, qrels_path: st
                  measures: Sequence[str] = DEFAULT_MEASURES, *, seed: int = 0) -> dict[str, Effect]:
     """The paired effect (mean difference, its interval and p-values) of a run over a baseline run, per measure,
     over the same judged queries: the statistics behind the built-in comparisons' verdicts."""
-    cand, base = score_run(run_path, qrels_path, measures), score_run(baseline_path, qrels_path, measures)
-    return {m: paired_effect(cand.per_query[m], base.per_query[m], seed=seed) for m in cand.per_query}
+    return paired_effects(score_run(run_path, qrels_path, measures), score_run(baseline_path, qrels_path, measures),
+                          seed=seed)
+
+
+def paired_effects(candidate: RunScores, baseline: RunScores, *, seed: int = 0) -> dict[str, Effect]:
+    """`compare_runs` for runs already scored (against the same qrels)."""
+    if candidate.queries != baseline.queries:
+        raise ValueError("paired effects need both runs scored on the same judged queries")
+    return {m: paired_effect(candidate.per_query[m], baseline.per_query[m], seed=seed) for m in candidate.per_query}

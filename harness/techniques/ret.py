@@ -17,7 +17,7 @@ from typing import Sequence
 
 from pydantic import BaseModel, ValidationError
 
-from harness.config import RetSettings
+from harness.config import ModelPrice, RetSettings
 from harness.llm.client import LLMClient, LLMError, extract_json
 from harness.prompts import load_prompts, render
 from harness.techniques.parsing import CONTENT_STOPWORDS, clean_item
@@ -268,15 +268,16 @@ class RET:
         """Upper estimate of the RET calls (about 1,200 prompt and 520 completion tokens) at the model's price:
         the price declared in config, else litellm's; None when neither knows the model."""
         price = getattr(self.llm, "price", None)
-        if price is not None:
-            return price.cost(1200, 520)
-        try:
-            from harness.llm._litellm import litellm
+        if price is None:
+            try:
+                from harness.llm._litellm import litellm
 
-            info = litellm().get_model_info(self.llm.model)
-        except Exception:  # noqa: BLE001 - litellm raises for a model it does not know
-            return None
-        return 1200 * float(info.get("input_cost_per_token") or 0) + 520 * float(info.get("output_cost_per_token") or 0)
+                info = litellm().get_model_info(self.llm.model)
+            except Exception:  # noqa: BLE001 - litellm raises for a model it does not know
+                return None
+            price = ModelPrice(input_per_mtok=float(info.get("input_cost_per_token") or 0) * 1e6,
+                               output_per_mtok=float(info.get("output_cost_per_token") or 0) * 1e6)
+        return price.cost(1200, 520)
 
     def select(self, question: str, retriever, *, spent_usd: float = 0.0, trace: Trace | None = None) -> RetResult:
         trace = trace if trace is not None else Trace()

@@ -62,9 +62,7 @@ def fingerprint_recall_lift(off: Sequence[ArmRun], on: Sequence[ArmRun], *, k: i
 def selection_tau(relevance: Sequence[int]) -> float:
     """Kendall's tau-b between selection rank (1 = best) and the binary label; nan when all labels agree."""
     labels = list(relevance)
-    if len(labels) < 2 or len(set(labels)) < 2:
-        return float("nan")
-    return kendall_tau([-i for i in range(len(labels))], labels)
+    return kendall_tau([-i for i in range(len(labels))], labels)  # nan for constant (or fewer than 2) labels
 
 
 def paired_taus(off: Sequence[ArmRun], on: Sequence[ArmRun], *, k: int = 10) -> tuple[np.ndarray, np.ndarray, dict]:
