@@ -46,6 +46,14 @@ def dense_retriever(dense_store, embedder):
 
 
 @pytest.fixture(scope="session")
+def bench_services(dense_retriever, embedder, harness_config):
+    """The services techniques are built on for this dataset (LLM and reranker made on first use)."""
+    from harness.techniques.registry import Services
+
+    return Services(harness_config, retriever=dense_retriever, embedder=embedder)
+
+
+@pytest.fixture(scope="session")
 def bench_queries(dataset, harness_config):
     """The first N judged queries (natural id order), N = --max-queries (0 = all)."""
     qids = sorted(dataset.judged_queries(), key=_natural)

@@ -3,8 +3,6 @@ open-QA set under the data directory, both come from the shipped retail KB: MCQ 
 three distractors drawn from the same fact's values; open QA = multi-hop queries."""
 from __future__ import annotations
 
-import random
-import re
 import statistics
 import time
 from pathlib import Path
@@ -13,108 +11,66 @@ import numpy as np
 import pytest
 
 from harness.data import load_experiment_inputs
-from harness.data.retail_kb import CATEGORIES
 from harness.index.lancedb_store import LanceStore
 from harness.metrics.text import answer_match
 from harness.retrieval import Retriever
 from harness.stats import mcnemar
 from harness.stats.effect import paired_effect, proportion_effect
 from harness.techniques.e2e4 import index_kb
-from harness.techniques.ret import RET, fingerprint_coverage, mcq_blend, synthesis_prompt, tokens
+from harness.techniques.registry import Services
+from harness.techniques.ret import fingerprint_coverage, synthesis_prompt
+from harness.techniques.ret_mcq import answer_relevant, choose, mcq_items
 from harness.techniques.ret_eval import (ArmRun, added_cost_ratio, added_latency, fingerprint_recall_lift,
                                          hypothesis_option, paired_taus)
-from harness.types import Trace
+from harness.types import Query, Trace
 
 pytestmark = pytest.mark.benchmark
 KB = Path(__file__).resolve().parents[1] / "fixtures" / "retail_kb"
-LETTERS = "ABCD"
-
-
-def mcq_items(queries, seed: int = 7):
-    facts = {(c.key, f.section): f for c in CATEGORIES for f in c.facts}
-    items = []
-    for q in queries:
-        fact = facts[(q.metadata["category"], q.metadata["section"])]
-        rng = random.Random(f"{seed}:{q.query_id}")
-        wrong = [fact.answer.format(v=v) for v in fact.values if fact.answer.format(v=v) != q.ground_truth]
-        options = rng.sample(wrong, min(3, len(wrong))) + [q.ground_truth]
-        rng.shuffle(options)
-        items.append((q, options, options.index(q.ground_truth)))
-    return items
-
-
-def relevant(hit, q) -> bool:
-    """Answer-relevant: a chunk of a referenced page that states (part of) the gold answer."""
-    parts = [p.strip() for p in q.ground_truth.split(";")]
-    return hit.metadata.get("filename") in q.context_reference and any(answer_match(hit.text, p) for p in parts)
-
-
-def choose(llm, question: str, options: list[str], docs, table: str | None, trace: Trace) -> int | None:
-    opts = "\n".join(f"{LETTERS[i]}) {o}" for i, o in enumerate(options))
-    prompt = synthesis_prompt(f"{question}\nOptions:\n{opts}\nReply with the letter only.", docs[:5], table)
-    text = llm.complete(prompt, max_tokens=8, trace=trace).text
-    m = re.search(r"\b([ABCD])\b", text.upper())
-    return LETTERS.index(m.group(1)) if m else None
-
-
-def lexical(option: str, docs) -> float:
-    ot = tokens(option)
-    return max((len(ot & tokens(d.text)) / len(ot) for d in docs[:5]), default=0.0) if ot else 0.0
-
-
-def option_coverage(option: str, res) -> float | None:
-    if res.skip_reason or not res.hypotheses:
-        return None
-    best = max(res.hypotheses, key=lambda h: len(tokens(h.hypothesis) & tokens(option)))
-    if not tokens(best.hypothesis) & tokens(option):
-        return 0.0
-    fps = res.fingerprints.get(best.hypothesis, [])
-    return max((fingerprint_coverage(d.text, fps) for d in res.docs), default=0.0)
 
 
 def _run(question_id: str, correct: bool, res, q, seconds: float, trace: Trace) -> ArmRun:
-    return ArmRun(question_id, correct, [int(relevant(h, q)) for h in res.docs[:10]], seconds,
+    return ArmRun(question_id, correct, [int(answer_relevant(h, q)) for h in res.docs[:10]], seconds,
                   None if trace.unpriced_calls else trace.cost_usd, trace.prompt_tokens + trace.completion_tokens)
 
 
 @pytest.fixture(scope="module")
-def ret_study(uncached_llm, embedder, harness_config, tmp_path_factory):
+def ret_study(uncached_llm, embedder, harness_config, make_technique, tmp_path_factory):
     """Matched pairs, uncached: RET-GATE-6 is a latency figure and a cache hit would hide the model's time.
     Each run's wall time covers every call of the arm: retrieval, the RET calls and the choice / answer."""
     llm = uncached_llm
     inputs = load_experiment_inputs(KB)
     store = LanceStore(tmp_path_factory.mktemp("ret-db"), "kb")
     index_kb(inputs, store, embedder)
-    retriever = Retriever(store, embedder)
+    services = Services(harness_config, retriever=Retriever(store, embedder), embedder=embedder, llm=llm)
     n = harness_config.harness.max_queries or 10_000
-    mcq = mcq_items([q for q in inputs.queries if q.query_type == "direct"][:n])
+    mcq = mcq_items([q for q in inputs.queries if q.query_type == "direct"][:n], seed=harness_config.harness.seed)
     open_qa = [q for q in inputs.queries if q.query_type == "multi_hop"][:n]
     # the tiny local models cannot produce RET's JSON; they get the few-shot completion prompts
     variant = "completion" if llm.label.startswith("local/") else harness_config.ret.prompt_variant
-    settings = harness_config.ret.model_copy(update={"prompt_variant": variant})
-    arms = {"off": RET(llm, settings.model_copy(update={"enable_ret": False})),
-            "on": RET(llm, settings.model_copy(update={"enable_ret": True}))}
+    arms = {arm: make_technique("ret", services, enable_ret=arm == "on", prompt_variant=variant)
+            for arm in ("off", "on")}
     rows = []
     for q, options, gold in mcq:
         for arm, ret in arms.items():
             trace, t0 = Trace(), time.perf_counter()
-            res = ret.select(q.query, retriever, trace=trace)
-            pick = choose(llm, q.query, options, res.docs, res.table, trace)
-            scores = [mcq_blend(1.0 if pick == i else 0.0, lexical(o, res.docs), option_coverage(o, res)
-                                if arm == "on" else None) for i, o in enumerate(options)]
-            correct = int(np.argmax(scores)) == gold
-            rows.append({"set": "mcq", "arm": arm, "q": q, "res": res, "options": options, "gold_index": gold,
-                         "run": _run(q.query_id, correct, res, q, time.perf_counter() - t0, trace)})
+            res = ret.run(Query(q.query_id, q.query), trace)
+            pick = choose(llm, q.query, options, res.hits, res.detail["table"], trace)
+            correct = int(np.argmax(ret.score_options(res, options, pick))) == gold
+            rows.append({"set": "mcq", "arm": arm, "q": q, "res": res.detail["ret"], "options": options,
+                         "gold_index": gold, "run": _run(q.query_id, correct, res.detail["ret"], q,
+                                                         time.perf_counter() - t0, trace)})
     for q in open_qa:
         for arm, ret in arms.items():
             trace, t0 = Trace(), time.perf_counter()
-            res = ret.select(q.query, retriever, trace=trace)
-            answer = llm.complete(synthesis_prompt(q.query, res.docs[:5], res.table), max_tokens=64, trace=trace).text
+            res = ret.run(Query(q.query_id, q.query), trace)
+            answer = llm.complete(synthesis_prompt(q.query, res.hits[:5], res.detail["table"]), max_tokens=64,
+                                  trace=trace).text
             parts = [p.strip() for p in q.ground_truth.split(";")]
             correct = all(answer_match(answer, p) for p in parts)
-            rows.append({"set": "open", "arm": arm, "q": q, "res": res,
-                         "run": _run(q.query_id, correct, res, q, time.perf_counter() - t0, trace)})
-    return {"rows": rows, "model": llm.label, "prompt_variant": variant, "price": llm.price}
+            rows.append({"set": "open", "arm": arm, "q": q, "res": res.detail["ret"],
+                         "run": _run(q.query_id, correct, res.detail["ret"], q, time.perf_counter() - t0, trace)})
+    return {"rows": rows, "model": llm.label, "prompt_variant": variant, "price": llm.price,
+            "technique": arms["on"].name}
 
 
 def _arms(study, subset=None):
@@ -133,7 +89,7 @@ def _ctx(study, **kw):
         if r["arm"] == "on" and r["res"].skip_reason:
             skipped[r["res"].skip_reason] = skipped.get(r["res"].skip_reason, 0) + 1
     on = [r for r in study["rows"] if r["arm"] == "on"]
-    return {"model": study["model"], "dataset": "retail_kb (derived MCQ + multi-hop open QA)", "ret_skips": skipped,
+    return {"model": study["model"], "technique": study["technique"], "dataset": "retail_kb (derived MCQ + multi-hop open QA)", "ret_skips": skipped,
             "ret_skip_rate": sum(skipped.values()) / len(on) if on else float("nan"),
             "prompt_variant": study["prompt_variant"], **kw}
 

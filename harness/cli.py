@@ -27,6 +27,14 @@ def _run_experiments(args: argparse.Namespace) -> int:
     from harness.llm.client import LLMClient
     from harness.runner import RunHalted, run_experiments
 
+    from harness.config import ConfigError, load_config
+
+    cfg_path = args.config or ("wsop.yaml" if Path("wsop.yaml").is_file() else None)
+    try:
+        config = load_config(cfg_path)
+    except ConfigError as exc:
+        print(f"rag-harness: {exc}", file=sys.stderr)
+        return 2
     with ExitStack() as stack:
         llm = None
         if not args.dry_run:
@@ -41,7 +49,7 @@ def _run_experiments(args: argparse.Namespace) -> int:
         try:
             s = run_experiments(args.kb, args.out, experiments=args.experiments.split(","), dry_run=args.dry_run,
                                 overwrite=args.overwrite, llm=llm, model=args.model, log_dir=args.logs,
-                                limit=args.limit)
+                                limit=args.limit, config=config)
         except RunHalted as err:
             print(f"rag-harness: halted: {err}", file=sys.stderr)
             return 2
@@ -75,6 +83,33 @@ def _eval(args: argparse.Namespace) -> int:
     return 0
 
 
+def _techniques(args: argparse.Namespace) -> int:
+    import importlib
+
+    from harness.config import ConfigError, load_config
+    from harness.techniques.registry import describe_params, get_technique, technique_names, technique_params
+
+    try:
+        for mod in args.plugin:
+            importlib.import_module(mod)
+        config = load_config(args.config) if args.config else None
+    except (ImportError, ConfigError) as exc:
+        print(f"rag-harness: {exc}", file=sys.stderr)
+        return 2
+    for name in technique_names():
+        cls = get_technique(name)
+        section = f"  [config: {cls.config_section}]" if cls.config_section else ""
+        print(f"{name}: {cls.summary}{section}")
+        values = technique_params(name, config).model_dump() if config is not None else {}
+        for row in describe_params(name):
+            shown = values.get(row["name"], row["default"])
+            if isinstance(shown, dict):
+                shown = "{" + ", ".join(f"{k}: {v!r}" for k, v in shown.items() if not isinstance(v, dict)) + ", ...}"
+            print(f"    {row['name']:<26} {row['type']:<22} {shown!r}" if not isinstance(shown, str) or
+                  not shown.startswith("{") else f"    {row['name']:<26} {row['type']:<22} {shown}")
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="rag-harness", description=__doc__)
     sub = ap.add_subparsers(dest="cmd", required=True)
@@ -94,6 +129,12 @@ def main(argv: list[str] | None = None) -> int:
     run.add_argument("--dry-run", action="store_true", help="scripted model, weight-free embedder, no network")
     run.add_argument("--overwrite", action="store_true", help="reprocess every query (and re-index)")
     run.add_argument("--limit", type=int, default=None, help="only the first N queries")
+    run.add_argument("--config", default=None, help="wsop.yaml-style configuration (default: ./wsop.yaml if present): "
+                                                   "harness.embedder and harness.reranker are read from it")
+    tech = sub.add_parser("techniques", help="list the registered techniques with their parameters")
+    tech.add_argument("--plugin", action="append", default=[], metavar="MODULE",
+                      help="import MODULE first (one that registers techniques of its own); repeatable")
+    tech.add_argument("--config", default=None, help="show the values this configuration file gives them")
     ev = sub.add_parser("eval", help="score a TREC run file against qrels (optionally paired with a baseline run)")
     ev.add_argument("run", help="TREC run file: qid Q0 docid rank score tag")
     ev.add_argument("qrels", help="TREC qrels file: qid iter docid rel")
@@ -106,6 +147,8 @@ def main(argv: list[str] | None = None) -> int:
         return _run_experiments(args)
     if args.cmd == "eval":
         return _eval(args)
+    if args.cmd == "techniques":
+        return _techniques(args)
     out = Path(args.output)
     out.parent.mkdir(parents=True, exist_ok=True)
     if args.cmd == "compare":

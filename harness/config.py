@@ -30,8 +30,7 @@ class HydeConfig(_Strict):
 
 class CragConfig(_Strict):
     enabled: bool = True
-    evaluator_model: str = "reranker"
-    scorer: Literal["reranker", "llm"] = "reranker"
+    scorer: Literal["reranker", "llm"] = "reranker"  # the evaluator: harness.reranker, or the LLM as a yes/no judge
     upper_threshold: float = 0.7
     lower_threshold: float = 0.3
     strip_threshold: float = 0.5
@@ -55,8 +54,7 @@ class FusionConfig(_Strict):
 
 class RewriteConfig(_Strict):
     enabled: bool = True
-    model: str = "llm"
-    use_rl: bool = False
+    model: str = "llm"  # "llm" (the LLM rewriter) or the path of a local T5 checkpoint (Seq2SeqRewriter)
     max_length: int = 64
 
 
@@ -74,7 +72,7 @@ class FallbackConfig(_Strict):
 class WSOPConfig(_Strict):
     """The protocol's configuration section (§7), field for field."""
 
-    version: str = "1.1.0"
+    version: Literal["1.1.0"] = "1.1.0"  # the protocol version these sections follow (another is an error)
     hyde: HydeConfig = Field(default_factory=HydeConfig)
     crag: CragConfig = Field(default_factory=CragConfig)
     rag_fusion: FusionConfig = Field(default_factory=FusionConfig)
@@ -146,6 +144,27 @@ class ConfigError(ValueError):
     """A configuration file is invalid; the message names the file and the field."""
 
 
+# fields of the protocol's §7 that the harness does not read, with what to use instead
+REMOVED_FIELDS = {
+    "wsop.crag.evaluator_model": "it duplicated crag.scorer; the reranker is harness.reranker",
+    "wsop.query_rewriting.use_rl": "no run trains the rewriter; train a T5 rewriter with "
+                                   "Seq2SeqRewriter.policy_gradient_step and set query_rewriting.model to its path",
+}
+
+
+def leaf_fields(model: type[BaseModel] = None, prefix: str = "") -> list[str]:  # type: ignore[assignment]
+    """Every leaf field of the configuration as a dotted path (e.g. `wsop.hyde.temperature`)."""
+    model = model or HarnessConfig
+    out: list[str] = []
+    for name, f in model.model_fields.items():
+        ann = f.annotation
+        if isinstance(ann, type) and issubclass(ann, BaseModel):
+            out.extend(leaf_fields(ann, f"{prefix}{name}."))
+        else:
+            out.append(f"{prefix}{name}")
+    return out
+
+
 def load_config(path: str | Path | None = None, **overrides: Any) -> HarnessConfig:
     """Build the config from a YAML file (optional) and dotted overrides like `harness.llm.model=...`."""
     data: dict[str, Any] = {}
@@ -163,6 +182,15 @@ def load_config(path: str | Path | None = None, **overrides: Any) -> HarnessConf
         for k in keys[:-1]:
             node = node.setdefault(k, {})
         node[keys[-1]] = value
+    for dotted, why in REMOVED_FIELDS.items():
+        node: Any = data
+        for k in dotted.split("."):
+            node = node.get(k) if isinstance(node, dict) and k in node else None
+            if node is None:
+                break
+        else:
+            raise ConfigError(f"{path or 'configuration'}: field '{dotted}' is not read by rag-harness and was "
+                              f"removed: {why}")
     try:
         return HarnessConfig.model_validate(data)
     except ValidationError as exc:

@@ -344,7 +344,16 @@ def _wsop_no_hyde(mp: Any) -> None:
 def _wsop_no_web(mp: Any) -> None:
     from harness.techniques import wsop
 
-    mp.setattr(wsop.WSOPPipeline, "_fallback", lambda self, query, trace: [])
+    orig = wsop.WSOPPipeline._correct
+
+    def _correct(self, query, results, trace, *, refine):
+        web, self.crag.web = self.crag.web, wsop.NoWebSearch()
+        try:
+            return orig(self, query, results, trace, refine=refine)
+        finally:
+            self.crag.web = web
+
+    mp.setattr(wsop.WSOPPipeline, "_correct", _correct)
 
 
 @control("credibility-always-high", breaks="every source is rated high credibility")
@@ -643,9 +652,9 @@ def _e2_empty(mp: Any) -> None:
     orig = Experiment.generate
     calls = {"n": 0}
 
-    def generate(self, query, hits):
+    def generate(self, query, hits, trace=None):
         calls["n"] += 1
-        answer, reasoning, structured = orig(self, query, hits)
+        answer, reasoning, structured = orig(self, query, hits, trace)
         return ("" if calls["n"] % 5 == 0 else answer), reasoning, structured
 
     mp.setattr(Experiment, "generate", generate)
@@ -758,8 +767,8 @@ def _e4_no_reasoning(mp: Any) -> None:
 
     orig = E4Reasoning.generate
 
-    def generate(self, query, hits):
-        answer, _, structured = orig(self, query, hits)
+    def generate(self, query, hits, trace=None):
+        answer, _, structured = orig(self, query, hits, trace)
         return answer, None, structured
 
     mp.setattr(E4Reasoning, "generate", generate)
@@ -872,11 +881,11 @@ def _e2e4_llm_fails(mp: Any) -> None:
 
     orig, calls = Experiment.generate, {"n": 0}
 
-    def generate(self, query, hits):
+    def generate(self, query, hits, trace=None):
         calls["n"] += 1
         if calls["n"] % 4 == 0:
             raise LLMError("negative control: the model failed after retries")
-        return orig(self, query, hits)
+        return orig(self, query, hits, trace)
 
     mp.setattr(Experiment, "generate", generate)
 

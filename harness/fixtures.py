@@ -13,7 +13,8 @@ from harness.config import HarnessConfig
 
 __all__ = ["harness_config", "catalogue", "embedder", "hashing_embedder", "make_index", "beir_dataset", "corpus",
            "index", "retriever",
-           "reranker", "llm", "local_llm_server", "scripted_llm", "recorded_llm"]
+           "reranker", "llm", "local_llm_server", "scripted_llm", "recorded_llm", "technique_services",
+           "make_technique"]
 
 SECRET_HEADERS = ("authorization", "api-key", "x-api-key", "openai-api-key", "anthropic-api-key", "x-goog-api-key",
                   "cookie", "set-cookie", "proxy-authorization")
@@ -177,6 +178,77 @@ def scripted_llm() -> Callable[..., Any]:
         return LLMClient(register(name, fn), **kw)
 
     return _make
+
+
+# ---------------------------------------------------------------- techniques
+@pytest.fixture(scope="session")
+def technique_services(request: pytest.FixtureRequest, harness_config: HarnessConfig):
+    """The configured services for building techniques, each made on first use (the LLM server starts only
+    for a technique that calls the LLM). Benchmarks override `retriever`/`web` for their dataset."""
+    from harness.techniques.registry import Services
+
+    def lazy(name: str) -> Callable[[], Any]:
+        return lambda: request.getfixturevalue(name)
+
+    return Services(harness_config, factories={"llm": lazy("llm"), "embedder": lazy("embedder"),
+                                               "reranker": lazy("reranker")},
+                    llm_for=lambda model: _llm_for(harness_config, model))
+
+
+def _llm_for(harness_config: HarnessConfig, model: str) -> Any:
+    """A client for a technique's own model setting (e.g. `wsop.hyde.llm`), with the run's LLM settings."""
+    from harness.llm.cache import ResponseCache
+    from harness.llm.client import LLMClient
+
+    from harness import provenance
+
+    s = harness_config.harness.llm
+    provenance.note_model(model, traffic="live", role="technique llm")
+    cache = ResponseCache(harness_config.harness.cache_dir / "llm") if s.cache else None
+    return LLMClient(model, api_base=s.api_base, timeout_s=s.timeout_s, max_attempts=s.max_attempts,
+                     backoff_s=s.backoff_s, concurrency=s.concurrency, cache=cache, price=s.price_for(model))
+
+
+@pytest.fixture(scope="session")
+def make_technique(pytestconfig: pytest.Config, technique_services) -> Callable[..., Any]:
+    """`make_technique(role, services=None, **params)` -> the technique that answers for `role` (a built-in
+    name such as "hyde", or the technique `--technique role=NAME` names), built through the registry with
+    the configuration's parameters, then `params`."""
+    from harness.techniques.registry import build_technique
+
+    chosen = technique_choices(pytestconfig)
+
+    def _make(role: str, services: Any = None, **params: Any):
+        import dataclasses
+
+        name = chosen.get(role, role)
+        svc = technique_services if services is None else services
+        if services is not None and not services.factories:
+            svc = dataclasses.replace(services, factories=technique_services.factories,
+                                      llm_for=services.llm_for or technique_services.llm_for)
+        from harness import provenance
+
+        tech = build_technique(name, svc, params)
+        provenance.note_technique(role, tech.name, tech.label)
+        return tech
+
+    return _make
+
+
+def technique_choices(config: pytest.Config) -> dict[str, str]:
+    """`--technique ROLE=NAME` options as {role: name}; an unknown name is a usage error listing the registered."""
+    from harness.techniques.registry import technique_names
+
+    out: dict[str, str] = {}
+    for opt in config.getoption("technique", default=None) or []:
+        role, sep, name = opt.partition("=")
+        if not sep or not role or not name:
+            raise pytest.UsageError(f"--technique {opt!r}: expected ROLE=NAME, e.g. --technique hyde=my-hyde")
+        if name not in technique_names():
+            raise pytest.UsageError(f"--technique {opt!r}: no technique named {name!r} is registered "
+                                    f"(registered: {', '.join(technique_names())})")
+        out[role] = name
+    return out
 
 
 # ---------------------------------------------------------------- record / replay

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 _LOCK = threading.Lock()
-_STATE: dict[str, dict[str, Any]] = {"models": {}, "datasets": {}, "seeds": {}}
+_STATE: dict[str, dict[str, Any]] = {"models": {}, "datasets": {}, "seeds": {}, "techniques": {}}
 PACKAGES = ("rag-harness", "numpy", "scipy", "statsmodels", "lancedb", "sentence-transformers", "torch", "litellm",
             "llama_cpp_python", "pytest", "pytest-benchmark", "pytest-recording")
 
@@ -32,6 +32,12 @@ def note_dataset(name: str, path: str | Path | None = None, *, content_hash: str
         content_hash = content_hash_of(path)
     with _LOCK:
         _STATE["datasets"][name] = {"path": str(path) if path else None, "sha256": content_hash, **details}
+
+
+def note_technique(role: str, name: str, label: str) -> None:
+    """Record which registered technique answered for a role's claims (e.g. hyde -> my-hyde)."""
+    with _LOCK:
+        _STATE["techniques"][role] = {"technique": name, "label": label}
 
 
 def note_seed(name: str, seed: int) -> None:

@@ -65,6 +65,9 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                     help="apply the named negative control to the whole session (--negative-controls runs "
                          "benchmark-tier tests this way, in a fresh process, so their module and session fixtures "
                          "are computed under it).")
+    group.addoption("--technique", action="append", default=None, metavar="ROLE=NAME",
+                    help="run the claims of ROLE (hyde, crag, rag-fusion, query-rewriting, wsop, e2, e3, e4, ret) "
+                         "against the registered technique NAME (e.g. one your conftest registers); repeatable.")
     parser.addini("spec_files", type="linelist", default=[], help="spec catalogue files or directories.")
     parser.addini("harness_config", type="string", default="", help="wsop.yaml-style configuration file.")
     parser.addini("harness_require_tier", type="bool", default=False,
@@ -99,6 +102,9 @@ def pytest_configure(config: pytest.Config) -> None:
         hc = load_config(cfg_path, **overrides)
     except ConfigError as exc:
         raise pytest.UsageError(f"rag-harness: {exc}") from None
+    if config.getoption("under_control"):
+        # a control must reach the code it breaks: HyDE's cache of generated documents would answer around it
+        hc.wsop.hyde.cache_ttl = 0
     if not hc.harness.report_dir.is_absolute():
         hc.harness.report_dir = Path(config.invocation_params.dir) / hc.harness.report_dir
     if not hc.harness.data_dir.is_absolute():
@@ -263,6 +269,8 @@ def _isolated_outcome(item: pytest.Item, spec_: Spec, ctl: Any) -> dict[str, Any
             cmd += ["--spec-file", path]
         if config.getoption("no_llm_cache"):
             cmd.append("--no-llm-cache")
+        for choice in config.getoption("technique") or []:
+            cmd += ["--technique", choice]
         proc = subprocess.run(cmd, cwd=config.rootpath, env=dict(os.environ), capture_output=True, text=True)
         results = out_dir / "results.json"
         rows = {r["id"]: r for r in json.loads(results.read_text())["specs"]} if results.exists() else {}

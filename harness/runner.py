@@ -13,9 +13,14 @@ from typing import Any, Sequence
 from harness.data.experiment import ExperimentInputs, QueryInput, load_experiment_inputs
 from harness.index.lancedb_store import LanceStore
 from harness.llm.client import LLMClient, LLMError
+from harness.config import HarnessConfig
+from harness.retrieval import Retriever
 from harness.techniques.e2e4 import EXPERIMENTS, Services, chunk_record, dry_run_responder, index_kb
+from harness.techniques.registry import Services as TechniqueServices, build_technique
+from harness.types import Query
 
 LOG_NAME = "rag_harness.e2e4"
+TECHNIQUE_OF = {"e2": "e2-standard", "e3": "e3-filtered", "e4": "e4-reasoning"}  # experiment -> registered name
 REQUIRED = ("query_id", "experiment", "query", "retrieved_chunks", "llm_answer", "ground_truth", "context_reference",
             "metadata", "retrieval_time_ms", "llm_time_ms", "total_time_ms", "model", "dry_run")
 
@@ -87,8 +92,11 @@ def _critical(err: BaseException) -> bool:
 
 
 def build_services(inputs: ExperimentInputs, *, llm: LLMClient | None, model: str, dry_run: bool, db_uri: str | Path,
-                   overwrite: bool, embedder=None, reranker=None, log: logging.Logger) -> tuple[Services, Any]:
-    """FR1/FR2: initialise embedder, reranker, LLM and the vector store, and index the KB."""
+                   overwrite: bool, embedder=None, reranker=None, log: logging.Logger,
+                   config: HarnessConfig | None = None) -> tuple[Services, Any]:
+    """FR1/FR2: initialise embedder, reranker, LLM and the vector store, and index the KB. The embedder and
+    reranker are the configuration's (`harness.embedder`, `harness.reranker`) unless given."""
+    config = config or HarnessConfig()
     if dry_run:
         from harness.embed import HashingEmbedder
         from harness.llm.scripted import register
@@ -104,11 +112,11 @@ def build_services(inputs: ExperimentInputs, *, llm: LLMClient | None, model: st
         if embedder is None:
             from harness.embed import make_embedder
 
-            embedder = make_embedder("all-MiniLM-L6-v2")
+            embedder = make_embedder(config.harness.embedder, config.harness.cache_dir)
         if reranker is None:
             from harness.rerank import make_reranker
 
-            reranker = make_reranker("maxsim-minilm", embedder)
+            reranker = make_reranker(config.harness.reranker, embedder)
     from harness.embed import RetryingEmbedder
 
     embedder = RetryingEmbedder(embedder, on_retry=lambda exc, n: log.warning("embedding batch failed (attempt %d), "
@@ -129,7 +137,7 @@ def build_services(inputs: ExperimentInputs, *, llm: LLMClient | None, model: st
 def run_experiments(kb_dir: str | Path, out_dir: str | Path, *, experiments: Sequence[str] = ("e2", "e3", "e4"),
                     dry_run: bool = False, overwrite: bool = False, llm: LLMClient | None = None, model: str = "",
                     log_dir: str | Path = "logs", db_uri: str | Path | None = None, embedder=None, reranker=None,
-                    limit: int | None = None) -> RunSummary:
+                    limit: int | None = None, config: HarnessConfig | None = None) -> RunSummary:
     """Run the experiments over every query, appending one fsync'ed JSONL line per result."""
     log = file_logger(log_dir)
     t_start = time.perf_counter()
@@ -148,11 +156,13 @@ def run_experiments(kb_dir: str | Path, out_dir: str | Path, *, experiments: Seq
     log.info("Loaded %d queries %s from %s", len(queries), counts, kb_dir)
     services, stats = build_services(inputs, llm=llm, model=model, dry_run=dry_run,
                                      db_uri=db_uri or out / ".lancedb", overwrite=overwrite,
-                                     embedder=embedder, reranker=reranker, log=log)
+                                     embedder=embedder, reranker=reranker, log=log, config=config)
     summary = RunSummary(index_seconds=stats.seconds, chunks=stats.rows)
+    technique_services = TechniqueServices(config or HarnessConfig(), retriever=Retriever(services.store, services.embedder),
+                                           embedder=services.embedder, reranker=services.reranker, llm=services.llm)
     for name in experiments:
-        exp = EXPERIMENTS[name](services)
-        path = out / exp.output
+        exp = build_technique(TECHNIQUE_OF.get(name, name), technique_services)
+        path = out / EXPERIMENTS[name].output
         if overwrite and path.exists():
             path.unlink()
         done = completed_ids(path)
@@ -166,7 +176,7 @@ def run_experiments(kb_dir: str | Path, out_dir: str | Path, *, experiments: Seq
                 log.info("Processing %s query %d/%d (%s)", name.upper(), i, len(queries), q.query_id)
                 t0 = time.perf_counter()
                 try:
-                    o = exp.run(q)
+                    o = exp.run(Query(q.query_id, q.query))
                 except LLMError as err:
                     if _critical(err):
                         log.critical("%s %s: %s", name, q.query_id, err)
@@ -181,13 +191,14 @@ def run_experiments(kb_dir: str | Path, out_dir: str | Path, *, experiments: Seq
                     continue
                 row = {"query_id": q.query_id, "experiment": name, "query": q.query,
                        "retrieved_chunks": [chunk_record(h) for h in o.hits], "llm_answer": o.answer,
-                       "reasoning_steps": o.reasoning, "ground_truth": q.ground_truth,
+                       "reasoning_steps": o.detail["reasoning"], "ground_truth": q.ground_truth,
                        "context_reference": q.context_reference, "metadata": {**q.metadata, "query_type": q.query_type},
-                       "retrieval_time_ms": round(o.retrieval_ms, 3), "llm_time_ms": round(o.llm_ms, 3),
+                       "retrieval_time_ms": round(o.detail["retrieval_ms"], 3),
+                       "llm_time_ms": round(o.detail["llm_ms"], 3),
                        "total_time_ms": round((time.perf_counter() - t0) * 1000, 3),
-                       "model": services.model, "dry_run": dry_run, "structured_output": o.structured}
-                if o.rerank_ms is not None:
-                    row["rerank_time_ms"] = round(o.rerank_ms, 3)
+                       "model": services.model, "dry_run": dry_run, "structured_output": o.detail["structured"]}
+                if o.detail["rerank_ms"] is not None:
+                    row["rerank_time_ms"] = round(o.detail["rerank_ms"], 3)
                 append_result(fh, row)
                 summary.written[name] += 1
                 log.debug("%s %s: chunks=%s", name, q.query_id, [h.id for h in o.hits])

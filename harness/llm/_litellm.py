@@ -14,4 +14,11 @@ def litellm():
     _litellm.telemetry = False
     _litellm.suppress_debug_info = True
     _litellm.drop_params = True
+    # litellm's response models finish building on first use, and pydantic warns there about a TypedDict
+    # qualifier of litellm's (third-party noise); build them once now, that warning silenced, not in a caller
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message=".*ReadOnly.*", category=UserWarning)
+        _litellm.ModelResponse()
     return _litellm

@@ -14,6 +14,7 @@ import numpy as np
 from harness.chunking import knowledge_strips
 from harness.llm.client import LLMClient, LLMError
 from harness.prompts import load_prompts, render
+from harness.techniques.generation import try_complete
 from harness.types import Hit, Trace
 
 CORRECT, INCORRECT, AMBIGUOUS = "CORRECT", "INCORRECT", "AMBIGUOUS"
@@ -186,9 +187,6 @@ class CRAG:
         answer = ""
         if generate and self.llm is not None:
             with trace.stage("generate"):
-                try:
-                    answer = self.llm.complete(render(self.template, context=ref.text, query=query),
-                                               max_tokens=128, trace=trace).text.strip()
-                except LLMError as err:
-                    trace.event("generate_error", error=str(err))
+                answer = (try_complete(self.llm, render(self.template, context=ref.text, query=query), max_tokens=128,
+                                       trace=trace, error_event="generate_error") or "").strip()
         return CragResult(answer, action, conf, ref.text, sources, ref, trace)

@@ -20,7 +20,7 @@ from harness.data.experiment import ExperimentInputs, QueryInput
 from harness.index.lancedb_store import IndexStats, LanceStore
 from harness.llm.client import LLMClient, StructuredOutputError, extract_json
 from harness.prompts import load_prompts, render
-from harness.types import Hit
+from harness.types import Hit, Trace
 
 
 class E2Response(BaseModel):
@@ -125,6 +125,8 @@ class Experiment:
     name = "base"
     output = "base.jsonl"
     system_key = "e2_system"
+    top_k = 5  # chunks given to the LLM
+    candidates, keep = 20, 5  # E3/E4: first-stage candidates, kept after reranking
 
     def __init__(self, services: Services):
         self.s = services
@@ -132,21 +134,22 @@ class Experiment:
 
     def retrieve(self, query: str) -> tuple[list[Hit], float, float | None]:
         t0 = time.perf_counter()
-        hits = self.s.store.search_vector(self.s.embedder.encode([query])[0], 5)
+        hits = self.s.store.search_vector(self.s.embedder.encode([query])[0], self.top_k)
         return hits, (time.perf_counter() - t0) * 1000, None
 
-    def generate(self, query: str, hits: list[Hit]) -> tuple[str, str | None, bool]:
+    def generate(self, query: str, hits: list[Hit], trace: Trace | None = None) -> tuple[str, str | None, bool]:
         text = self.s.llm.complete(render(self.prompts["user"], sources=format_sources(hits), query=query),
-                                   system=self.prompts[self.system_key], max_tokens=160).text.strip()
+                                   system=self.prompts[self.system_key], max_tokens=160, trace=trace).text.strip()
         try:  # a model that answers in JSON gets validated against E2Response
             return E2Response.model_validate_json(extract_json(text)).answer, None, True
         except ValueError:
             return text, None, False
 
-    def run(self, q: QueryInput) -> Outcome:
-        hits, r_ms, rr_ms = self.retrieve(q.query)
+    def run(self, q: QueryInput | str, trace: Trace | None = None) -> Outcome:
+        text = q if isinstance(q, str) else q.query
+        hits, r_ms, rr_ms = self.retrieve(text)
         t0 = time.perf_counter()
-        answer, reasoning, structured = self.generate(q.query, hits)
+        answer, reasoning, structured = self.generate(text, hits, trace)
         return Outcome(hits, answer, reasoning, r_ms, rr_ms, (time.perf_counter() - t0) * 1000, structured)
 
 
@@ -154,7 +157,12 @@ EXPERIMENTS: dict[str, type[Experiment]] = {}
 
 
 def register_experiment(cls: type[Experiment]) -> type[Experiment]:
+    """Register an experiment for the runner; a new one also becomes a registered technique of that name."""
     EXPERIMENTS[cls.name] = cls
+    if cls.name not in ("e2", "e3", "e4"):
+        from harness.techniques.builtin import experiment_technique
+
+        experiment_technique(cls)
     return cls
 
 
@@ -166,7 +174,6 @@ class E2Standard(Experiment):
 @register_experiment
 class E3Filtered(Experiment):
     name, output, system_key = "e3", "e3_filtered_rag.jsonl", "e3_system"
-    candidates, keep = 20, 5
 
     def retrieve(self, query: str) -> tuple[list[Hit], float, float | None]:
         t0 = time.perf_counter()
@@ -180,10 +187,11 @@ class E3Filtered(Experiment):
 class E4Reasoning(E3Filtered):
     name, output, system_key = "e4", "e4_reasoning_rag.jsonl", "e4_system"
 
-    def generate(self, query: str, hits: list[Hit]) -> tuple[str, str | None, bool]:
+    def generate(self, query: str, hits: list[Hit], trace: Trace | None = None) -> tuple[str, str | None, bool]:
         prompt = render(self.prompts["user"], sources=format_sources(hits), query=query)
         try:
-            resp = self.s.llm.structured(prompt, E4Response, system=self.prompts[self.system_key], max_tokens=256)
+            resp = self.s.llm.structured(prompt, E4Response, system=self.prompts[self.system_key], max_tokens=256,
+                                         trace=trace)
             return resp.answer, resp.reasoning_steps, True
         except StructuredOutputError as err:
             resp = best_e4(err.first_raw, err.raw)

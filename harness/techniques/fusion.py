@@ -5,9 +5,10 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Sequence
 
-from harness.llm.client import LLMClient, LLMError
+from harness.llm.client import LLMClient
 from harness.prompts import load_prompts, render
 from harness.rank_fusion import RRF_K, reciprocal_rank_fusion
+from harness.techniques.generation import try_complete
 from harness.techniques.parsing import parse_lines
 from harness.types import Hit, Trace
 
@@ -18,11 +19,8 @@ def generate_multi_queries(original_query: str, llm: LLMClient, num_queries: int
     trace = trace if trace is not None else Trace()
     prompt = render(load_prompts("fusion")[prompt_variant]["user"], query=original_query, num_queries=num_queries)
     with trace.stage("multi_query"):
-        try:
-            text = llm.complete(prompt, temperature=temperature, max_tokens=max_tokens, trace=trace).text
-        except LLMError as err:
-            trace.event("multi_query_error", error=str(err))
-            text = ""
+        text = try_complete(llm, prompt, temperature=temperature, max_tokens=max_tokens, trace=trace,
+                            error_event="multi_query_error") or ""
     generated = parse_lines(text, prompt=prompt, exclude=(original_query,))
     return [original_query, *generated[:num_queries]]
 

@@ -6,9 +6,10 @@ from dataclasses import dataclass
 from typing import Callable, Sequence
 
 from harness.chunking import default_tokenizer
-from harness.llm.client import LLMClient, LLMError
+from harness.llm.client import LLMClient
 from harness.metrics.text import exact_match, token_f1
 from harness.prompts import load_prompts, render
+from harness.techniques.generation import try_complete
 from harness.techniques.parsing import first_item
 from harness.types import Trace
 
@@ -27,12 +28,9 @@ class LLMRewriter:
         template = self.prompts["user_with_context"] if context else self.prompts["user"]
         prompt = render(template, query=query, context=context or "")
         with trace.stage("rewrite"):
-            try:
-                text = self.llm.complete(prompt, system=self.prompts.get("system"), temperature=self.temperature,
-                                         max_tokens=self.max_tokens, stop=["\n\n", "Query:"], trace=trace).text
-            except LLMError as err:
-                trace.event("rewrite_error", error=str(err))
-                text = ""
+            text = try_complete(self.llm, prompt, system=self.prompts.get("system"), temperature=self.temperature,
+                                max_tokens=self.max_tokens, stop=["\n\n", "Query:"], trace=trace,
+                                error_event="rewrite_error") or ""
         out = first_item(text, prompt=prompt)
         ids = self.tokenizer.encode(out)
         if len(ids) >= self.max_tokens:

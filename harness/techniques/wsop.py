@@ -11,9 +11,10 @@ from typing import Sequence
 import numpy as np
 
 from harness.config import WSOPConfig
-from harness.llm.client import LLMClient, LLMError
-from harness.prompts import load_prompts, render
-from harness.techniques.crag import CORRECT, INCORRECT, RetrievalEvaluator, WebSearch, knowledge_refinement
+from harness.llm.client import LLMClient
+from harness.prompts import load_prompts
+from harness.techniques.crag import CORRECT, CRAG, RetrievalEvaluator, WebSearch, knowledge_refinement
+from harness.techniques.generation import complete_with_sources
 from harness.techniques.fusion import RAGFusion
 from harness.techniques.hyde import HyDE
 from harness.techniques.rewrite import LLMRewriter
@@ -92,30 +93,63 @@ class SearchResult:
     degraded: bool = False
 
 
+class NoWebSearch:
+    """The web fallback switched off (`fallback.web_search_on_incorrect: false`): every search returns nothing."""
+
+    calls = 0
+
+    def search(self, query: str, num_results: int = 10) -> list[Hit]:
+        return []
+
+
 class WSOPPipeline:
+    """The routed pipeline. It composes the techniques rather than re-implementing them: HyDE's expansion,
+    the LLM rewriter, RAG-Fusion's search-and-fuse and CRAG's correction step (CORRECT keeps the corpus,
+    INCORRECT replaces it with web results, AMBIGUOUS uses both) and refinement. A component whose
+    `enabled` flag is false is skipped on every route (its step is logged as skipped in the trace)."""
+
     def __init__(self, config: WSOPConfig, llm: LLMClient, retriever, web: WebSearch, evaluator: RetrievalEvaluator,
                  *, embedder, classifier: ComplexityClassifier | None = None, top_k: int = 5,
-                 prompt_variant: str = "chat"):
+                 prompt_variant: str = "chat", hyde: HyDE | None = None, fusion: RAGFusion | None = None,
+                 rewriter: LLMRewriter | None = None, seed: int = 0):
         self.config, self.llm, self.retriever, self.web, self.evaluator = config, llm, retriever, web, evaluator
         self.top_k = top_k
         h, f, r = config.hyde, config.rag_fusion, config.query_rewriting
-        self.hyde = HyDE(llm, embedder, temperature=h.temperature, max_tokens=h.max_tokens,
-                         num_documents=h.num_documents, include_query=h.include_query, prompt_variant=prompt_variant)
-        self.fusion = RAGFusion(llm, retriever, num_queries=f.num_queries, rrf_k=f.rrf_k,
-                                top_k_per_query=f.top_k_per_query, final_top_k=f.final_top_k,
-                                temperature=f.temperature, max_tokens=f.max_tokens, prompt_variant=prompt_variant)
-        self.rewriter = LLMRewriter(llm, max_tokens=r.max_length, prompt_variant=prompt_variant)
+        self.hyde = hyde or HyDE(llm, embedder, temperature=h.temperature, max_tokens=h.max_tokens,
+                                 num_documents=h.num_documents, include_query=h.include_query,
+                                 prompt_variant=prompt_variant)
+        self.fusion = fusion or RAGFusion(llm, retriever, num_queries=f.num_queries, rrf_k=f.rrf_k,
+                                          top_k_per_query=f.top_k_per_query, final_top_k=f.final_top_k,
+                                          temperature=f.temperature, max_tokens=f.max_tokens,
+                                          prompt_variant=prompt_variant)
+        self.rewriter = rewriter or LLMRewriter(llm, max_tokens=r.max_length, prompt_variant=prompt_variant)
+        fb = config.fallback
+        self.crag = CRAG(retriever, web if fb.web_search_on_incorrect else NoWebSearch(), evaluator, None,
+                         strip_threshold=config.crag.strip_threshold, k=top_k, max_web_results=fb.max_web_results)
         self.classifier = classifier or ComplexityClassifier.from_jsonl(
-            simple_threshold=config.routing.simple_threshold, complex_threshold=config.routing.complex_threshold)
+            simple_threshold=config.routing.simple_threshold, complex_threshold=config.routing.complex_threshold,
+            seed=seed)
         self.prompts = load_prompts("wsop")["answer"]
 
-    def _fallback(self, query: str, trace: Trace) -> list[Hit]:
-        if not self.config.fallback.web_search_on_incorrect:
-            return []
-        with trace.stage("web_search"):
-            hits = self.web.search(query, num_results=self.config.fallback.max_web_results)
-        trace.event("web_search", results=len(hits))
-        return hits
+    def _skipped(self, component: str, trace: Trace) -> None:
+        trace.event("component_disabled", component=component)
+
+    def _expand(self, text: str, trace: Trace):
+        """HyDE's vector for `text`, or None when HyDE is disabled."""
+        if not self.config.hyde.enabled:
+            self._skipped("hyde", trace)
+            return None
+        return self.hyde.expand(text, trace).vector
+
+    def _correct(self, query: str, results: list[Hit], trace: Trace, *, refine: bool) -> list[Hit]:
+        """CRAG's correction (and, where asked, its refinement of what is not CORRECT)."""
+        if not self.config.crag.enabled:
+            self._skipped("crag", trace)
+            return results
+        action, _conf, sources = self.crag.correct(query, results, trace)
+        if refine and action != CORRECT and sources:
+            sources = self._refine(query, sources, trace)
+        return sources
 
     def search(self, query: str, complexity: str = "auto", trace: Trace | None = None) -> SearchResult:
         trace = trace if trace is not None else Trace()
@@ -129,40 +163,40 @@ class WSOPPipeline:
             with trace.stage("retrieve"):
                 results = self.retriever.retrieve(query, self.top_k)
         elif complexity == "moderate":
-            expanded = self.hyde.expand(query, trace)
+            vector = self._expand(query, trace)
             with trace.stage("retrieve"):
-                results = self.retriever.retrieve_vector(expanded.vector, self.top_k, query=query)
-            action, conf = self._evaluate(query, results, trace)
-            if action == INCORRECT:
-                results = self._fallback(query, trace)
+                results = (self.retriever.retrieve(query, self.top_k) if vector is None else
+                           self.retriever.retrieve_vector(vector, self.top_k, query=query))
+            results = self._correct(query, results, trace, refine=False)
         else:
-            rewritten = self.rewriter.rewrite(query, trace=trace)
-            expanded = self.hyde.expand(rewritten, trace)
-            fused = self.fusion.search_and_fuse([query, rewritten, rewritten], trace,
-                                                vectors=[None, None, expanded.vector])
-            results = fused.hits[: self.config.rag_fusion.final_top_k]
-            action, conf = self._evaluate(query, results, trace)
-            if action == INCORRECT:
-                results = results + self._fallback(query, trace)
-            if action != CORRECT and results:
-                results = self._refine(query, results, trace)
+            if self.config.query_rewriting.enabled:
+                rewritten = self.rewriter.rewrite(query, trace=trace)
+            else:
+                self._skipped("query_rewriting", trace)
+                rewritten = query
+            vector = self._expand(rewritten, trace)
+            if self.config.rag_fusion.enabled:
+                fused = self.fusion.search_and_fuse([query, rewritten, rewritten], trace,
+                                                    vectors=[None, None, vector])
+                results = fused.hits[: self.config.rag_fusion.final_top_k]
+            else:
+                self._skipped("rag_fusion", trace)
+                with trace.stage("retrieve"):
+                    results = (self.retriever.retrieve(rewritten, self.top_k) if vector is None else
+                               self.retriever.retrieve_vector(vector, self.top_k, query=rewritten))
+            results = self._correct(query, results, trace, refine=True)
         sources = [Hit(h.id, h.score, h.text, {**h.metadata, "source": h.metadata.get("source", "corpus"),
                                                "credibility": credibility_tier(h)}) for h in results]
         with trace.stage("answer"):
             answer, degraded = self._answer(query, sources, trace)
         return SearchResult(query, answer, sources, complexity, trace, degraded)
 
-    def _evaluate(self, query: str, results: list[Hit], trace: Trace) -> tuple[str, float]:
-        with trace.stage("crag_evaluate"):
-            action, conf = self.evaluator.evaluate(query, results)
-        trace.event("crag", action=action, confidence=conf)
-        return action, conf
-
     def _refine(self, query: str, results: list[Hit], trace: Trace) -> list[Hit]:
+        """CRAG's knowledge refinement, source by source (each source keeps its own citation)."""
         with trace.stage("refine"):
             out = []
             for h in results:
-                ref = knowledge_refinement([h], query, self.evaluator.scorer,
+                ref = knowledge_refinement([h], query, self.crag.strip_scorer,
                                            strip_threshold=self.config.crag.strip_threshold)
                 if ref.text:
                     out.append(Hit(h.id, h.score, ref.text, {**h.metadata, "refined": True}))
@@ -173,12 +207,9 @@ class WSOPPipeline:
         if not sources:
             trace.event("degraded", reason="no results")
             return "I could not find any sources for this question, so I cannot answer it reliably.", True
-        numbered = "\n".join(f"[{i}] {s.text[:700]}" for i, s in enumerate(sources, 1))
-        try:
-            text = self.llm.complete(render(self.prompts["user"], sources=numbered, query=query),
-                                     system=self.prompts["system"], max_tokens=200, trace=trace).text.strip()
-        except LLMError as err:
-            trace.event("degraded", reason=f"answer generation failed: {err}")
+        text, error = complete_with_sources(self.llm, self.prompts, query, sources, max_tokens=200, trace=trace)
+        if error is not None:
+            trace.event("degraded", reason=f"answer generation failed: {error}")
             text, degraded = "The answer could not be generated; the sources below are the best evidence found.", True
         else:
             degraded = False

@@ -1,0 +1,235 @@
+"""One interface for every technique, in the manner of ir_measures' measures.
+
+A technique is a registered class with a `name`, a typed parameter model `Params` (defaults from the
+protocol; the configuration section named by `config_section` supplies the run's values) and two entry
+points: `run(query)` for one query and `run_many(queries)` for many. Both return `TechniqueResult`s: the
+hits, the answer where the technique produces one, and a `Trace` with the calls, tokens, cost and wall
+time of every LLM call.
+
+    from harness.techniques import Technique, TechniqueResult, register_technique
+
+    @register_technique
+    class FirstWordOnly(Technique):
+        name = "first-word-only"
+        summary = "dense retrieval of the query's first word (a deliberately weak baseline)"
+
+        def _run(self, query, trace):
+            with trace.stage("retrieve"):
+                hits = self.services.require("retriever").retrieve(query.text.split()[0], self.params.k)
+            return self.result(query, hits, trace)
+
+`build_technique(name, services)` builds one from the configuration; `rag-harness techniques` lists them.
+"""
+from __future__ import annotations
+
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from typing import Any, Callable, ClassVar, Iterable, Sequence
+
+from pydantic import BaseModel, ConfigDict, ValidationError
+
+from harness.config import ConfigError, HarnessConfig
+from harness.types import Hit, Query, Trace
+
+
+class TopK(BaseModel):
+    """The parameters of a technique that only retrieves: how many hits it returns."""
+
+    model_config = ConfigDict(extra="forbid")
+    k: int = 10
+
+
+@dataclass
+class TechniqueResult:
+    """What one query produced: hits best first, the answer (None for retrieval-only techniques) and the trace."""
+
+    query_id: str
+    query: str
+    hits: list[Hit]
+    answer: str | None = None
+    trace: Trace = field(default_factory=Trace)
+    technique: str = ""
+    detail: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def ids(self) -> list[str]:
+        return [h.id for h in self.hits]
+
+    @property
+    def fell_back(self) -> bool:
+        """The technique could not do its own work and fell back (e.g. HyDE to the raw query)."""
+        return any(e["name"].endswith("_fallback") for e in self.trace.events)
+
+    @property
+    def errors(self) -> int:
+        """LLM or service errors the technique absorbed on this query (counted, never hidden)."""
+        return sum(e["name"].endswith("_error") for e in self.trace.events)
+
+
+@dataclass
+class Services:
+    """The parts techniques are built on. Values may be given directly or as zero-argument factories in
+    `factories` (the pytest fixtures pass factories, so the LLM server starts only for a technique that needs it).
+    `llm_for(model)` builds a client for another model (a technique's own `llm` setting)."""
+
+    config: HarnessConfig = field(default_factory=HarnessConfig)
+    retriever: Any = None
+    embedder: Any = None
+    llm: Any = None
+    reranker: Any = None
+    web: Any = None
+    factories: dict[str, Callable[[], Any]] = field(default_factory=dict)
+    llm_for: Callable[[str], Any] | None = None
+
+    def require(self, name: str) -> Any:
+        value = getattr(self, name, None)
+        if value is None and name in self.factories:
+            value = self.factories[name]()
+            setattr(self, name, value)
+        if value is None:
+            raise LookupError(f"this technique needs the service {name!r}; pass Services({name}=...)")
+        return value
+
+
+class Technique:
+    """Base class of every technique; subclasses set `name`, `summary`, `Params` and implement `_run`."""
+
+    name: ClassVar[str] = ""
+    summary: ClassVar[str] = ""
+    Params: ClassVar[type[BaseModel]] = TopK
+    config_section: ClassVar[str | None] = None  # dotted path in HarnessConfig, e.g. "wsop.hyde"
+    role: ClassVar[str | None] = None  # the claims this technique answers for by default (e.g. "hyde")
+
+    def __init__(self, services: Services, params: BaseModel | None = None):
+        self.services = services
+        self.params = params if params is not None else self.Params()
+        self.setup()
+
+    def setup(self) -> None:
+        """Build the underlying implementation (called once, after `services` and `params` are set)."""
+
+    @property
+    def label(self) -> str:
+        """The name the report shows."""
+        return self.name
+
+    def run(self, query: Query | str, trace: Trace | None = None) -> TechniqueResult:
+        q = query if isinstance(query, Query) else Query(id=str(query), text=str(query))
+        res = self._run(q, trace if trace is not None else Trace())
+        res.technique = res.technique or self.name
+        return res
+
+    def run_many(self, queries: Iterable[Query | str], *, concurrency: int = 1,
+                 progress: Callable[[int, int], None] | None = None) -> list[TechniqueResult]:
+        """Every query, results in input order; `concurrency` > 1 runs that many queries at once."""
+        qs = list(queries)
+        done = [0]
+
+        def one(q: Query | str) -> TechniqueResult:
+            res = self.run(q)
+            done[0] += 1
+            if progress is not None:
+                progress(done[0], len(qs))
+            return res
+
+        if concurrency <= 1 or len(qs) <= 1:
+            return [one(q) for q in qs]
+        with ThreadPoolExecutor(max_workers=min(concurrency, len(qs))) as pool:
+            return list(pool.map(one, qs))
+
+    def _run(self, query: Query, trace: Trace) -> TechniqueResult:
+        raise NotImplementedError
+
+    def result(self, query: Query, hits: Sequence[Hit], trace: Trace, answer: str | None = None,
+               **detail: Any) -> TechniqueResult:
+        return TechniqueResult(query.id, query.text, list(hits), answer, trace, self.name, dict(detail))
+
+
+TECHNIQUES: dict[str, type[Technique]] = {}
+
+
+def register_technique(cls: type[Technique] | None = None, *, replace: bool = False):
+    """Class decorator: register a technique under its `name` (`replace=True` to override a built-in)."""
+
+    def deco(c: type[Technique]) -> type[Technique]:
+        if not c.name:
+            raise ValueError(f"{c.__qualname__} has no `name`")
+        _load_builtins()
+        if c.name in TECHNIQUES and TECHNIQUES[c.name] is not c and not replace:
+            raise ValueError(f"a technique named {c.name!r} is already registered; pass replace=True to override it")
+        TECHNIQUES[c.name] = c
+        return c
+
+    return deco(cls) if cls is not None else deco
+
+
+_BUILTINS_LOADED = False
+
+
+def _load_builtins() -> None:
+    global _BUILTINS_LOADED
+    if not _BUILTINS_LOADED:
+        _BUILTINS_LOADED = True
+        import harness.techniques.builtin  # noqa: F401 - registers the built-in techniques
+
+
+def technique_names() -> list[str]:
+    _load_builtins()
+    return sorted(TECHNIQUES)
+
+
+def get_technique(name: str) -> type[Technique]:
+    _load_builtins()
+    try:
+        return TECHNIQUES[name]
+    except KeyError:
+        raise KeyError(f"no technique named {name!r}; registered: {', '.join(sorted(TECHNIQUES))}") from None
+
+
+def config_values(config: HarnessConfig, section: str | None) -> dict[str, Any]:
+    """The configuration section's values (a dict), or {} when the technique has none."""
+    if not section:
+        return {}
+    node: Any = config
+    for part in section.split("."):
+        node = getattr(node, part)
+    return node.model_dump() if isinstance(node, BaseModel) else dict(node)
+
+
+def technique_params(name: str, config: HarnessConfig | None = None, overrides: dict[str, Any] | None = None, *,
+                     source: str | None = None) -> BaseModel:
+    """The technique's parameters: its Params defaults, then its configuration section, then `overrides`.
+    An invalid value is a ConfigError naming the source (file) and the field."""
+    cls = get_technique(name)
+    values = {k: v for k, v in config_values(config or HarnessConfig(), cls.config_section).items()
+              if k in cls.Params.model_fields}
+    values.update(overrides or {})
+    try:
+        return cls.Params.model_validate(values)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        prefix = f"{cls.config_section}." if cls.config_section else f"{name}."
+        fld = prefix + ".".join(str(x) for x in first["loc"])
+        raise ConfigError(f"{source or f'parameters of technique {name!r}'}: field '{fld}': {first['msg']}") from None
+
+
+def build_technique(name: str, services: Services, params: dict[str, Any] | BaseModel | None = None, *,
+                    source: str | None = None) -> Technique:
+    """Build the technique registered as `name`, with parameters from `services.config` and `params`."""
+    cls = get_technique(name)
+    if not isinstance(params, BaseModel):
+        params = technique_params(name, services.config, params, source=source)
+    return cls(services, params)
+
+
+def describe_params(name: str) -> list[dict[str, Any]]:
+    """One row per parameter: name, type, default (what `rag-harness techniques` prints)."""
+    cls = get_technique(name)
+    rows = []
+    for pname, f in cls.Params.model_fields.items():
+        ann = getattr(f.annotation, "__name__", None) or str(f.annotation).replace("typing.", "")
+        default = f.default if f.default_factory is None else f.default_factory()
+        if isinstance(default, BaseModel):
+            default = "{...}"
+        rows.append({"name": pname, "type": ann, "default": default})
+    return rows
