@@ -168,6 +168,7 @@ def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config
     cat = catalogue_of(config)
     covered: dict[str, list[str]] = {}
     untiered: list[str] = []
+    blocking = config.pluginmanager.hasplugin("recording")
     for item in items:
         spec_ = _bound_spec(item)
         if spec_ is not None:
@@ -179,6 +180,10 @@ def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config
                 covered.setdefault(spec_.id, []).append(item.nodeid)
         if config.getini("harness_require_tier") and len(_tiers(item)) != 1:
             untiered.append(item.nodeid)
+        if "integration" in _tiers(item) and blocking:
+            # the integration tier replays recorded traffic: any connection off this machine is an error
+            # (pytest-recording lifts the block while a cassette is being recorded)
+            item.add_marker(pytest.mark.block_network)
     if untiered:
         raise pytest.UsageError(
             "rag-harness: tests without exactly one tier marker (unit/integration/benchmark):\n  "

@@ -254,3 +254,23 @@ def test_trace_seconds_count_calls_made_outside_any_stage(fake):
     c.complete("outside", trace=trace)
     wall = time.perf_counter() - t0
     assert 0 < trace.seconds() <= wall and trace.seconds("llm") == trace.seconds()
+
+
+def test_a_request_missing_from_the_cassette_says_how_to_re_record(tmp_path):
+    """Replaying, a request the cassette does not hold raises ReplayMiss (not an LLMError a technique would
+    absorb as a model failure) naming the re-record command."""
+    import vcr as vcrpy
+
+    from harness.fixtures import REPLAY_API_BASE, configure_vcr
+    from harness.llm.client import LLMClient, ReplayMiss
+    from harness.techniques.fusion import generate_multi_queries
+
+    (tmp_path / "empty.yaml").write_text("interactions: []\nversion: 1\n", encoding="utf-8")
+    recorder = vcrpy.VCR(cassette_library_dir=str(tmp_path), record_mode="none")
+    configure_vcr(recorder)
+    llm = LLMClient("openai/smollm2-135m-instruct", api_base=REPLAY_API_BASE, api_key="sk-local", max_attempts=1)
+    with recorder.use_cassette("empty.yaml"):
+        with pytest.raises(ReplayMiss, match=r"scripts/record-cassettes\.sh"):
+            llm.complete("a prompt nobody recorded")
+        with pytest.raises(ReplayMiss):
+            generate_multi_queries("a query nobody recorded", llm)

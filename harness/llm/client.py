@@ -33,6 +33,21 @@ class LLMResult:
     attempts: int = 1
 
 
+class ReplayMiss(RuntimeError):
+    """A request that the recorded cassette does not hold. Not an LLMError: techniques never absorb it as a
+    model failure, so a replayed test fails and says how to re-record."""
+
+
+def _cassette_miss(exc: BaseException) -> bool:
+    seen: BaseException | None = exc
+    while seen is not None:
+        if type(seen).__name__ == "CannotOverwriteExistingCassetteException" or \
+                "Can't overwrite existing cassette" in str(seen):
+            return True
+        seen = seen.__cause__ or seen.__context__
+    return False
+
+
 class LLMError(RuntimeError):
     """A call failed for good (after retries, or at once for non-retryable errors)."""
 
@@ -204,6 +219,11 @@ class LLMClient:
                         self.stats.calls += 1
                     resp = ll.completion(**kwargs)
             except Exception as exc:  # noqa: BLE001 - classified below
+                if _cassette_miss(exc):
+                    raise ReplayMiss(
+                        f"{self.label}: this request is not in the test's cassette (the prompt, parameters or model "
+                        "changed since it was recorded). Re-record every cassette from the local model with "
+                        "`bash scripts/record-cassettes.sh` (needs `pip install -e '.[local]'`).") from exc
                 retry, status = _retryable(exc)
                 last = exc
                 if not retry:

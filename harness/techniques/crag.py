@@ -5,9 +5,11 @@ from __future__ import annotations
 import json
 import re
 import urllib.parse
+from contextlib import contextmanager
+from contextvars import ContextVar
 import urllib.request
 from dataclasses import dataclass, field
-from typing import Callable, Protocol, Sequence
+from typing import Callable, Iterator, Protocol, Sequence
 
 import numpy as np
 
@@ -18,6 +20,19 @@ from harness.techniques.generation import try_complete
 from harness.types import Hit, Trace
 
 CORRECT, INCORRECT, AMBIGUOUS = "CORRECT", "INCORRECT", "AMBIGUOUS"
+# the trace an LLM-judge scorer charges its calls to (set around evaluation and refinement; a scorer keeps the
+# plain (query, texts) signature)
+_CHARGED: ContextVar[Trace | None] = ContextVar("crag_charged_trace", default=None)
+
+
+@contextmanager
+def charging(trace: Trace | None) -> Iterator[None]:
+    """LLM calls a scorer makes inside the block are recorded in `trace`."""
+    token = _CHARGED.set(trace)
+    try:
+        yield
+    finally:
+        _CHARGED.reset(token)
 Scorer = Callable[[str, Sequence[str]], np.ndarray]  # (query, texts) -> relevance in [0, 1]
 
 
@@ -79,7 +94,8 @@ def llm_judge_scorer(llm: LLMClient, *, max_doc_chars: int = 1500) -> Scorer:
         out = []
         for t in texts:
             try:
-                ans = llm.complete(render(template, query=query, document=t[:max_doc_chars]), max_tokens=3).text
+                ans = llm.complete(render(template, query=query, document=t[:max_doc_chars]), max_tokens=3,
+                                   trace=_CHARGED.get()).text
             except LLMError:
                 ans = ""
             m = re.search(r"\b(yes|no)\b", ans.lower())
@@ -162,7 +178,7 @@ class CRAG:
 
     def correct(self, query: str, docs: list[Hit], trace: Trace) -> tuple[str, float, list[Hit]]:
         """Evaluate and take the corrective action; returns (action, confidence, sources)."""
-        with trace.stage("crag_evaluate"):
+        with trace.stage("crag_evaluate"), charging(trace):
             action, conf = self.evaluator.evaluate(query, docs)
         if getattr(self.evaluator, "last_failed", 0):
             trace.event("crag_fallback", reason="the evaluator could not score every document",
@@ -182,7 +198,7 @@ class CRAG:
         with trace.stage("retrieve"):
             docs = self.retriever.retrieve(query, self.k)
         action, conf, sources = self.correct(query, docs, trace)
-        with trace.stage("refine"):
+        with trace.stage("refine"), charging(trace):
             ref = knowledge_refinement(sources, query, self.strip_scorer, strip_threshold=self.strip_threshold)
         answer = ""
         if generate and self.llm is not None:

@@ -13,7 +13,7 @@ import numpy as np
 from harness.config import WSOPConfig
 from harness.llm.client import LLMClient
 from harness.prompts import load_prompts
-from harness.techniques.crag import CORRECT, CRAG, RetrievalEvaluator, WebSearch, knowledge_refinement
+from harness.techniques.crag import CORRECT, CRAG, RetrievalEvaluator, WebSearch, charging, knowledge_refinement
 from harness.techniques.generation import complete_with_sources
 from harness.techniques.fusion import RAGFusion
 from harness.techniques.hyde import HyDE
@@ -193,7 +193,7 @@ class WSOPPipeline:
 
     def _refine(self, query: str, results: list[Hit], trace: Trace) -> list[Hit]:
         """CRAG's knowledge refinement, source by source (each source keeps its own citation)."""
-        with trace.stage("refine"):
+        with trace.stage("refine"), charging(trace):
             out = []
             for h in results:
                 ref = knowledge_refinement([h], query, self.crag.strip_scorer,
