@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from harness.data import load_experiment_inputs
-from harness.rerank import make_reranker
+from harness.retrieval.rerank import make_reranker
 from harness.runner import run_experiments
 from harness.stats.effect import proportion_effect
 from harness.techniques.e2e4_eval import abstains, compare, context_recall, load_rows, summarize
@@ -120,12 +120,12 @@ def test_success_rate(study, check):
 
 @pytest.mark.spec("E2E4-FR2-3")
 def test_index_time(embedder, tmp_path, check):
-    from harness.index.lancedb_store import LanceStore
+    from harness.retrieval.index.lancedb_store import LanceStore
     from harness.techniques.e2e4 import index_kb
 
     fresh = type(embedder).__new__(type(embedder))  # same model, no cache: a cold index
     fresh.__dict__.update(embedder.__dict__)
-    from harness.embed import EmbeddingCache
+    from harness.retrieval.embed import EmbeddingCache
 
     fresh.cache = EmbeddingCache(None)
     t0 = time.perf_counter()

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from harness.data import load_experiment_inputs
-from harness.index.lancedb_store import LanceStore
+from harness.retrieval.index.lancedb_store import LanceStore
 from harness.metrics.text import answer_match
 from harness.retrieval import Retriever
 from harness.stats import mcnemar

@@ -64,7 +64,7 @@ def test_dense_metrics_agree_with_pytrec_eval(dataset_name, dataset, dense_retri
 
 @pytest.mark.spec("RETR-SCIFACT-MTEB")
 def test_scifact_reproduces_mteb(beir_dataset, embedder, harness_config, check):
-    from harness.index.lancedb_store import LanceStore
+    from harness.retrieval.index.lancedb_store import LanceStore
 
     ds = beir_dataset("scifact")
     store = LanceStore(harness_config.harness.cache_dir / "lancedb" / "scifact", "corpus")

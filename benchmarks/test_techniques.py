@@ -9,11 +9,13 @@ import time
 import numpy as np
 import pytest
 
+from harness.data.trec import write_trec_qrels, write_trec_run
 from harness.metrics import evaluate, mean_pairwise_jaccard
 from harness.prompts import load_prompts, render
 from harness.stats.effect import paired_effect
 from harness.stats.latency import interleaved_ratio
 from harness.techniques.generation import numbered_sources
+from harness.techniques.registry import Arm
 from harness.types import Query
 
 pytestmark = pytest.mark.benchmark
@@ -29,49 +31,48 @@ def _ndcg_at_10(dataset, runs: dict[str, list[str]]) -> np.ndarray:
     return evaluate(qrels, runs, ["nDCG@10"])["nDCG@10"]
 
 
-def _failure_rates(measure, failures: dict[str, set[str]], n: int, *, technique: str, dataset, llm) -> dict:
+def _failure_rates(measure, arm: Arm, *, dataset) -> dict:
     """Per technique: the share of queries that fell back (e.g. HyDE to the raw query) and that saw an LLM
     error; recorded as figures and handed to the check, which withholds 'supported' above 10%."""
-    rates = {"fallback_rate": len(failures["fallback"]) / n if n else float("nan"),
-             "error_rate": len(failures["error"]) / n if n else float("nan")}
+    n, f = len(arm.results), arm.failures
+    rates = {"fallback_rate": len(f["fallback"]) / n if n else float("nan"),
+             "error_rate": len(f["error"]) / n if n else float("nan")}
     for name, value in rates.items():
-        measure(name, value, technique=technique, dataset=dataset.name, model=llm.label, n=n)
+        measure(name, value, technique=arm.technique, dataset=dataset.name, model=arm.model, n=n)
     return rates
 
 
-def _compare(check, spec_id, dataset, base_runs, cand_runs, *, llm, technique, measure, failures):
+def _export(arm: Arm, dataset, harness_config) -> str:
+    """The arm's run as a TREC run file beside the qrels it is scored with (REPORT_DIR/runs)."""
+    runs_dir = harness_config.harness.report_dir / "runs"
+    path = runs_dir / f"{dataset.name}-{arm.technique}.run"
+    write_trec_run(arm.scored_run, path, tag=f"rag-harness-{arm.technique}")
+    write_trec_qrels(dataset.qrels, runs_dir / f"{dataset.name}.qrels")
+    return str(path)
+
+
+def _compare(check, spec_id, dataset, base: Arm, cand: Arm, *, measure, harness_config):
     """Relative Recall@10 improvement of a technique over dense retrieval, paired per query."""
-    base, cand = _recall_at_10(dataset, base_runs), _recall_at_10(dataset, cand_runs)
-    for name, values in (("dense", base), (technique, cand)):
-        measure("Recall@10", float(values.mean()), technique=name, dataset=dataset.name, model=llm.label, n=len(values))
-    rates = _failure_rates(measure, failures, len(base), technique=technique, dataset=dataset, llm=llm)
-    diff = paired_effect(cand, base, seed=1)
-    check(spec_id, paired_effect(cand, base, relative=True, seed=1), model=llm.label, dataset=dataset.name,
-          available=len(dataset.judged_queries()), baseline=float(base.mean()), candidate=float(cand.mean()),
+    b, c = _recall_at_10(dataset, base.runs), _recall_at_10(dataset, {q: ids[:10] for q, ids in cand.runs.items()})
+    for arm, values in ((base, b), (cand, c)):
+        measure("Recall@10", float(values.mean()), technique=arm.technique, dataset=dataset.name, model=cand.model,
+                n=len(values))
+    rates = _failure_rates(measure, cand, dataset=dataset)
+    diff = paired_effect(c, b, seed=1)
+    check(spec_id, paired_effect(c, b, relative=True, seed=1), model=cand.model, dataset=dataset.name,
+          technique=cand.technique, run_file=_export(cand, dataset, harness_config),
+          available=len(dataset.judged_queries()), baseline=float(b.mean()), candidate=float(c.mean()),
           paired_difference=diff.estimate, paired_difference_ci=list(diff.ci), **rates)
 
 
 @pytest.fixture(scope="session")
-def dense_runs(make_technique, bench_services, bench_queries):
-    return {r.query_id: r.ids for r in make_technique("dense", bench_services, k=10).run_many(bench_queries)}
-
-
-def _arm(results) -> tuple[dict[str, list[str]], dict[str, set[str]]]:
-    """A technique's runs, and the queries on which it fell back (e.g. HyDE to the raw query) or saw an error."""
-    runs = {r.query_id: r.ids[:10] for r in results}
-    return runs, {"fallback": {r.query_id for r in results if r.fell_back},
-                  "error": {r.query_id for r in results if r.errors}}
+def dense_arm(make_technique, bench_services, bench_queries):
+    return make_technique("dense", bench_services, k=10).arm(bench_queries)
 
 
 @pytest.fixture(scope="session")
 def hyde_arm(make_technique, bench_services, bench_queries):
-    tech = make_technique("hyde", bench_services, k=10)
-    return (*_arm(tech.run_many(bench_queries)), tech.name)
-
-
-@pytest.fixture(scope="session")
-def hyde_runs(hyde_arm):
-    return hyde_arm[0]
+    return make_technique("hyde", bench_services, k=10).arm(bench_queries)
 
 
 @pytest.fixture(scope="session")
@@ -80,25 +81,29 @@ def fusion_technique(make_technique, bench_services):
 
 
 @pytest.fixture(scope="session")
-def fusion_results(fusion_technique, bench_queries):
-    return {r.query_id: r for r in fusion_technique.run_many(bench_queries)}
+def fusion_arm(fusion_technique, bench_queries):
+    return fusion_technique.arm(bench_queries)
+
+
+@pytest.fixture(scope="session")
+def fusion_results(fusion_arm):
+    return {r.query_id: r for r in fusion_arm.results}
 
 
 @pytest.mark.spec("HYDE-003")
-def test_hyde_recall(dataset, dense_runs, hyde_arm, llm, check, measure):
-    _compare(check, "HYDE-003", dataset, dense_runs, hyde_arm[0], llm=llm, technique=hyde_arm[2], measure=measure,
-             failures=hyde_arm[1])
+def test_hyde_recall(dataset, dense_arm, hyde_arm, harness_config, check, measure):
+    _compare(check, "HYDE-003", dataset, dense_arm, hyde_arm, measure=measure, harness_config=harness_config)
 
 
 @pytest.mark.spec("BENCH-HYDE-CONTRIEVER")
-def test_hyde_ndcg_beats_dense(dataset, dense_runs, hyde_arm, llm, embedder, check, measure):
-    base, cand = _ndcg_at_10(dataset, dense_runs), _ndcg_at_10(dataset, hyde_arm[0])
-    for name, v in (("dense", base), (hyde_arm[2], cand)):
-        measure("nDCG@10", float(v.mean()), technique=name, dataset=dataset.name, model=llm.label, n=len(v))
-    n, f = len(base), hyde_arm[1]
-    check("BENCH-HYDE-CONTRIEVER", paired_effect(cand, base, seed=1), model=llm.label, dataset=dataset.name,
-          technique=hyde_arm[2],
-          available=len(dataset.judged_queries()), dense_baseline=embedder.name,
+def test_hyde_ndcg_beats_dense(dataset, dense_arm, hyde_arm, embedder, check, measure):
+    base, cand = _ndcg_at_10(dataset, dense_arm.runs), _ndcg_at_10(dataset, hyde_arm.runs)
+    for arm, v in ((dense_arm, base), (hyde_arm, cand)):
+        measure("nDCG@10", float(v.mean()), technique=arm.technique, dataset=dataset.name, model=hyde_arm.model,
+                n=len(v))
+    n, f = len(base), hyde_arm.failures
+    check("BENCH-HYDE-CONTRIEVER", paired_effect(cand, base, seed=1), model=hyde_arm.model, dataset=dataset.name,
+          technique=hyde_arm.technique, available=len(dataset.judged_queries()), dense_baseline=embedder.name,
           fallback_rate=len(f["fallback"]) / n if n else float("nan"), error_rate=len(f["error"]) / n if n else float("nan"))
 
 
@@ -113,10 +118,8 @@ def test_multi_query_diversity(fusion_results, llm, dataset, check):
 
 
 @pytest.mark.spec("RAGF-004")
-def test_fusion_recall(dataset, dense_runs, fusion_results, llm, check, measure):
-    fused, failures = _arm(list(fusion_results.values()))
-    _compare(check, "RAGF-004", dataset, dense_runs, fused, llm=llm, technique=next(iter(fusion_results.values())).technique,
-             measure=measure, failures=failures)
+def test_fusion_recall(dataset, dense_arm, fusion_arm, harness_config, check, measure):
+    _compare(check, "RAGF-004", dataset, dense_arm, fusion_arm, measure=measure, harness_config=harness_config)
 
 
 @pytest.mark.spec("RAGF-003")
@@ -133,14 +136,12 @@ def test_fusion_ranking_stability(uncached_llm, make_technique, bench_services, 
 
 
 @pytest.mark.spec("QRW-003")
-def test_rewrite_recall(llm, make_technique, bench_services, bench_queries, dataset, dense_runs, check, measure):
-    tech = make_technique("query-rewriting", bench_services, k=10)
-    results = tech.run_many(bench_queries)
-    runs, failures = _arm(results)
-    changed = sum(r.detail["rewritten"] != r.query for r in results)
-    measure("rewrites_differing_from_original", changed, dataset=dataset.name, model=llm.label, n=len(bench_queries))
-    _compare(check, "QRW-003", dataset, dense_runs, runs, llm=llm, technique=tech.name, measure=measure,
-             failures=failures)
+def test_rewrite_recall(make_technique, bench_services, bench_queries, dataset, dense_arm, harness_config, check,
+                        measure):
+    arm = make_technique("query-rewriting", bench_services, k=10).arm(bench_queries)
+    changed = sum(r.detail["rewritten"] != r.query for r in arm.results)
+    measure("rewrites_differing_from_original", changed, dataset=dataset.name, model=arm.model, n=len(bench_queries))
+    _compare(check, "QRW-003", dataset, dense_arm, arm, measure=measure, harness_config=harness_config)
 
 
 def _answer(llm, query: str, hits) -> str:
@@ -186,7 +187,7 @@ def test_parallel_retrieval_stage(dense_retriever, bench_queries, fusion_results
 @pytest.mark.spec("WSOP-006")
 def test_latency_scales_with_complexity(uncached_llm, embedder, make_technique, bench_services, bench_queries,
                                         dataset, tmp_path, check, measure):
-    from harness.index.lancedb_store import LanceStore
+    from harness.retrieval.index.lancedb_store import LanceStore
     from harness.retrieval import Retriever
     from harness.techniques.crag import LocalWebSearch
 
@@ -211,7 +212,7 @@ def test_latency_scales_with_complexity(uncached_llm, embedder, make_technique, 
 @pytest.mark.spec("CRAG-005")
 def test_crag_popqa(spec, beir_dataset, llm, embedder, make_technique, harness_config, check):
     """PopQA-style open QA (queries.jsonl rows carry gold `answers`): plain RAG vs CRAG, paired."""
-    from harness.index.lancedb_store import LanceStore
+    from harness.retrieval.index.lancedb_store import LanceStore
     from harness.llm.client import LLMError
     from harness.retrieval import Retriever
     from harness.techniques.crag import LocalWebSearch

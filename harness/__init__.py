@@ -18,14 +18,18 @@ _EXPORTS = {
     # configuration and catalogue
     "HarnessConfig": "harness.config", "load_config": "harness.config", "load_catalogue": "harness.catalogue",
     # retrieval
-    "LanceStore": "harness.index.lancedb_store", "Retriever": "harness.retrieval", "make_embedder": "harness.embed",
-    "make_reranker": "harness.rerank", "reciprocal_rank_fusion": "harness.rank_fusion",
+    "LanceStore": "harness.retrieval.index.lancedb_store", "Retriever": "harness.retrieval", "make_embedder": "harness.retrieval.embed",
+    "make_reranker": "harness.retrieval.rerank", "reciprocal_rank_fusion": "harness.retrieval.rank_fusion",
     # llm
     "LLMClient": "harness.llm.client", "LLMError": "harness.llm.client",
     # techniques
     "HyDE": "harness.techniques.hyde", "CRAG": "harness.techniques.crag", "RAGFusion": "harness.techniques.fusion",
     "LLMRewriter": "harness.techniques.rewrite", "WSOPPipeline": "harness.techniques.wsop",
     "RET": "harness.techniques.ret", "run_experiments": "harness.runner",
+    "Technique": "harness.techniques.registry", "TechniqueResult": "harness.techniques.registry",
+    "Services": "harness.techniques.registry", "Arm": "harness.techniques.registry", "TopK": "harness.techniques.registry",
+    "build_technique": "harness.techniques.registry", "register_technique": "harness.techniques.registry",
+    "technique_names": "harness.techniques.registry",
     # metrics and statistics
     "evaluate": "harness.metrics", "parse_measure": "harness.metrics", "score_run": "harness.metrics.runs",
     "compare_runs": "harness.metrics.runs", "paired_effect": "harness.stats.effect",
@@ -41,13 +45,13 @@ if TYPE_CHECKING:  # for type checkers and IDEs: the same names, eagerly
     from harness.controls import control, replace_everywhere
     from harness.data import (load_beir, load_experiment_inputs, read_trec_qrels, read_trec_run, write_trec_qrels,
                               write_trec_run)
-    from harness.embed import make_embedder
-    from harness.index.lancedb_store import LanceStore
+    from harness.retrieval.embed import make_embedder
+    from harness.retrieval.index.lancedb_store import LanceStore
     from harness.llm.client import LLMClient, LLMError
     from harness.metrics import evaluate, parse_measure
     from harness.metrics.runs import compare_runs, score_run
-    from harness.rank_fusion import reciprocal_rank_fusion
-    from harness.rerank import make_reranker
+    from harness.retrieval.rank_fusion import reciprocal_rank_fusion
+    from harness.retrieval.rerank import make_reranker
     from harness.retrieval import Retriever
     from harness.runner import run_experiments
     from harness.stats.effect import paired_effect, proportion_effect
@@ -55,6 +59,8 @@ if TYPE_CHECKING:  # for type checkers and IDEs: the same names, eagerly
     from harness.techniques.crag import CRAG
     from harness.techniques.fusion import RAGFusion
     from harness.techniques.hyde import HyDE
+    from harness.techniques.registry import (Arm, Services, Technique, TechniqueResult, TopK, build_technique,
+                                             register_technique, technique_names)
     from harness.techniques.ret import RET
     from harness.techniques.rewrite import LLMRewriter
     from harness.techniques.wsop import WSOPPipeline

@@ -142,7 +142,7 @@ def _fusion_dupes(mp: Any) -> None:
 
 @control("rrf-rank-from-0", breaks="RRF counts ranks from 0: 1/(k + 0) for the top hit")
 def _rrf_zero(mp: Any) -> None:
-    from harness import rank_fusion
+    from harness.retrieval import rank_fusion
 
     def rrf_scores(rankings, k=rank_fusion.RRF_K):
         scores: dict[str, float] = {}
@@ -156,7 +156,7 @@ def _rrf_zero(mp: Any) -> None:
 
 @control("rrf-ties-by-input-order", breaks="RRF breaks equal scores by input order instead of best rank, then id")
 def _rrf_ties(mp: Any) -> None:
-    from harness import rank_fusion
+    from harness.retrieval import rank_fusion
     from harness.types import Hit
 
     def fuse(result_sets, k=rank_fusion.RRF_K):
@@ -250,7 +250,7 @@ def _crag_keep_all(mp: Any) -> None:
 
 @control("crag-strips-whole-documents", breaks="decomposition returns each document as one strip")
 def _crag_whole(mp: Any) -> None:
-    from harness import chunking
+    from harness.retrieval import chunking
 
     replace_everywhere(mp, chunking.knowledge_strips, lambda text, *a, **kw: [text] if text.strip() else [])
 
@@ -500,7 +500,7 @@ def _ret_budget(mp: Any) -> None:
 # ---------------------------------------------------------------- retrieval backbone and metrics
 @control("embedding-cache-off", breaks="the embedding cache never returns a stored vector")
 def _emb_cache(mp: Any) -> None:
-    from harness.embed import EmbeddingCache
+    from harness.retrieval.embed import EmbeddingCache
 
     mp.setattr(EmbeddingCache, "get_many", lambda self, keys: {})
 
@@ -530,7 +530,7 @@ def _e2e4_lazy(mp: Any) -> None:
     import logging
 
     from harness import runner
-    from harness.index.lancedb_store import IndexStats
+    from harness.retrieval.index.lancedb_store import IndexStats
     from harness.techniques.e2e4 import Experiment
 
     orig_index, orig_run, deferred = runner.index_kb, Experiment.run, []
@@ -588,7 +588,7 @@ def _dry_key(mp: Any) -> None:
 
 @control("embedding-no-retry", breaks="a failed embedding batch is not retried")
 def _emb_no_retry(mp: Any) -> None:
-    from harness.embed import RetryingEmbedder
+    from harness.retrieval.embed import RetryingEmbedder
 
     mp.setattr(RetryingEmbedder, "encode", lambda self, texts: self.inner.encode(list(texts)))
 
@@ -799,7 +799,7 @@ def _registry(mp: Any) -> None:
 
 @control("chunker-one-chunk-per-page", breaks="each page is indexed as a single chunk")
 def _one_chunk(mp: Any) -> None:
-    from harness import chunking
+    from harness.retrieval import chunking
 
     orig = chunking.chunk_markdown
     replace_everywhere(mp, orig, lambda text, name, *a, **kw: orig(text, name, *a, **kw)[:1])
@@ -807,7 +807,7 @@ def _one_chunk(mp: Any) -> None:
 
 @control("index-stores-wrong-vectors", breaks="the index stores each chunk with its neighbour's vector")
 def _wrong_vectors(mp: Any) -> None:
-    from harness.index.lancedb_store import LanceStore
+    from harness.retrieval.index.lancedb_store import LanceStore
 
     orig = LanceStore.index
 
@@ -892,7 +892,7 @@ def _e2e4_llm_fails(mp: Any) -> None:
 
 @control("reranker-keeps-input-order", breaks="the reranker returns the first-stage candidates in their order")
 def _rerank_noop(mp: Any) -> None:
-    from harness import rerank
+    from harness.retrieval import rerank
 
     def keep(self, query, hits, top_k):
         return [rerank.Hit(h.id, h.score, h.text, {**h.metadata, "first_stage_score": h.score,

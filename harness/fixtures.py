@@ -37,7 +37,7 @@ def catalogue(pytestconfig: pytest.Config) -> Catalogue:
 @pytest.fixture(scope="session")
 def embedder(harness_config: HarnessConfig):
     """The configured sentence-transformers embedder (default: packaged all-MiniLM-L6-v2), disk-cached."""
-    from harness.embed import make_embedder
+    from harness.retrieval.embed import make_embedder
 
     from harness import provenance
 
@@ -50,7 +50,7 @@ def embedder(harness_config: HarnessConfig):
 @pytest.fixture(scope="session")
 def hashing_embedder():
     """A weight-free embedder for the unit tier."""
-    from harness.embed import HashingEmbedder
+    from harness.retrieval.embed import HashingEmbedder
 
     return HashingEmbedder(512)
 
@@ -58,7 +58,7 @@ def hashing_embedder():
 @pytest.fixture(scope="session")
 def make_index(tmp_path_factory: pytest.TempPathFactory) -> Callable[..., Any]:
     """`make_index(items, embedder, name=...)` -> a LanceStore on a session temp path, indexed."""
-    from harness.index.lancedb_store import LanceStore
+    from harness.retrieval.index.lancedb_store import LanceStore
 
     root = tmp_path_factory.mktemp("lancedb")
 
@@ -99,7 +99,7 @@ def corpus(beir_dataset, harness_config: HarnessConfig):
 def persistent_index(dataset: Any, embedder: Any, harness_config: HarnessConfig):
     """`dataset` embedded into a persistent LanceDB table under the cache dir (skipped when unchanged);
     the store's `last_stats` says what indexing did."""
-    from harness.index.lancedb_store import LanceStore
+    from harness.retrieval.index.lancedb_store import LanceStore
 
     store = LanceStore(harness_config.harness.cache_dir / "lancedb" / dataset.name, "corpus")
     store.index(list(dataset.corpus.values()), embedder)
@@ -122,7 +122,7 @@ def retriever(index, embedder):
 
 @pytest.fixture(scope="session")
 def reranker(embedder, harness_config: HarnessConfig):
-    from harness.rerank import make_reranker
+    from harness.retrieval.rerank import make_reranker
 
     return make_reranker(harness_config.harness.reranker, embedder)
 

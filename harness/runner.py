@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from harness.data.experiment import ExperimentInputs, QueryInput, load_experiment_inputs
-from harness.index.lancedb_store import LanceStore
+from harness.retrieval.index.lancedb_store import LanceStore
 from harness.llm.client import LLMClient, LLMError
 from harness.config import HarnessConfig
 from harness.retrieval import Retriever
@@ -98,9 +98,9 @@ def build_services(inputs: ExperimentInputs, *, llm: LLMClient | None, model: st
     reranker are the configuration's (`harness.embedder`, `harness.reranker`) unless given."""
     config = config or HarnessConfig()
     if dry_run:
-        from harness.embed import HashingEmbedder
+        from harness.retrieval.embed import HashingEmbedder
         from harness.llm.scripted import register
-        from harness.rerank import SentenceMaxSimReranker
+        from harness.retrieval.rerank import SentenceMaxSimReranker
 
         embedder = embedder or HashingEmbedder(384)
         reranker = reranker or SentenceMaxSimReranker(embedder, sentence_weight=0.0)
@@ -110,14 +110,14 @@ def build_services(inputs: ExperimentInputs, *, llm: LLMClient | None, model: st
         if llm is None:
             raise RunHalted("no LLM configured: pass --model (a litellm model string) or use --dry-run")
         if embedder is None:
-            from harness.embed import make_embedder
+            from harness.retrieval.embed import make_embedder
 
             embedder = make_embedder(config.harness.embedder, config.harness.cache_dir)
         if reranker is None:
-            from harness.rerank import make_reranker
+            from harness.retrieval.rerank import make_reranker
 
             reranker = make_reranker(config.harness.reranker, embedder)
-    from harness.embed import RetryingEmbedder
+    from harness.retrieval.embed import RetryingEmbedder
 
     embedder = RetryingEmbedder(embedder, on_retry=lambda exc, n: log.warning("embedding batch failed (attempt %d), "
                                                                                "retrying: %s", n, exc))

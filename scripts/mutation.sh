@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Mutation score of the metric, statistics and fusion code: mutmut mutates what [tool.mutmut] in pyproject.toml
-# names (harness/metrics, harness/stats, harness/rank_fusion.py), runs the unit tests that cover each mutant,
+# names (harness/metrics, harness/stats, harness/retrieval/rank_fusion.py), runs the unit tests that cover each mutant,
 # and scripts/mutation_score.py prints the killed share per package (the README's table).
 #   bash scripts/mutation.sh            # a fresh run (about 50 min on 2 cores)
 #   JOBS=2 bash scripts/mutation.sh     # mutants in parallel

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from harness.data import load_beir
-from harness.index.lancedb_store import LanceStore
+from harness.retrieval.index.lancedb_store import LanceStore
 from harness.retrieval import Retriever
 from harness.techniques.crag import LocalWebSearch
 

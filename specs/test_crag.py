@@ -61,7 +61,7 @@ def count_sentences(text: str) -> int:
 
 @pytest.mark.spec("CRAG-004")
 def test_strips_are_one_or_two_sentences(mini, check):
-    from harness.chunking import knowledge_strips
+    from harness.retrieval.chunking import knowledge_strips
 
     long = ("The wing was tested in a slipstream at several angles of attack, and the lift increase was measured "
             "along the span, while the velocity ratio was varied between one and three; the results agree with theory.")

@@ -100,8 +100,8 @@ def test_services_ready_before_first_query(dry_run, check):
 
 @pytest.mark.spec("E2E4-FR2-4")
 def test_indexing_survives_embedding_failures(tmp_path, hashing_embedder, check):
-    from harness.embed import RetryingEmbedder
-    from harness.index.lancedb_store import LanceStore
+    from harness.retrieval.embed import RetryingEmbedder
+    from harness.retrieval.index.lancedb_store import LanceStore
     from harness.techniques.e2e4 import index_kb
 
     class Flaky:

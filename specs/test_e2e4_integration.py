@@ -25,7 +25,7 @@ CRASH_SCRIPT = textwrap.dedent("""
     import sys, time
     from harness.controls import apply_from_env
     apply_from_env()
-    from harness.embed import HashingEmbedder
+    from harness.retrieval.embed import HashingEmbedder
     from harness.llm.client import LLMClient
     from harness.llm.scripted import register
     from harness.runner import run_experiments
@@ -132,7 +132,7 @@ def test_chunk_metadata_matches_source(real_run, check):
 
 @pytest.mark.spec("E2E4-FR2-1")
 def test_chunk_count(check):
-    from harness.chunking import chunk_markdown, default_tokenizer
+    from harness.retrieval.chunking import chunk_markdown, default_tokenizer
 
     inputs = load_experiment_inputs(KB)
     n = sum(len(chunk_markdown(p.text, name)) for name, p in inputs.pages.items())
@@ -141,7 +141,7 @@ def test_chunk_count(check):
 
 @pytest.mark.spec("E2E4-FR2-2")
 def test_all_chunks_searchable(embedder, tmp_path, check):
-    from harness.index.lancedb_store import LanceStore
+    from harness.retrieval.index.lancedb_store import LanceStore
     from harness.techniques.e2e4 import index_kb
 
     store = LanceStore(tmp_path / "db", "kb")

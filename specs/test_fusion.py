@@ -4,7 +4,7 @@ from __future__ import annotations
 import pytest
 
 from harness.metrics.text import mean_pairwise_jaccard
-from harness.rank_fusion import reciprocal_rank_fusion, rrf_scores
+from harness.retrieval.rank_fusion import reciprocal_rank_fusion, rrf_scores
 from harness.techniques.fusion import RAGFusion, generate_multi_queries
 from harness.types import Hit, Trace
 

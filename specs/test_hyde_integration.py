@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import pytest
 
-from harness.index.lancedb_store import LanceStore
+from harness.retrieval.index.lancedb_store import LanceStore
 from harness.retrieval import Retriever
 from harness.techniques.hyde import HyDE
 

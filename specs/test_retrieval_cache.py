@@ -11,8 +11,8 @@ from .conftest import FIXTURES
 def test_warm_cache_rerun_encodes_nothing(tmp_path, check):
     """A second index of the same content (new store, same embedding cache) encodes nothing."""
     from harness.data import load_beir
-    from harness.embed import make_embedder
-    from harness.index.lancedb_store import LanceStore
+    from harness.retrieval.embed import make_embedder
+    from harness.retrieval.index.lancedb_store import LanceStore
 
     mini = load_beir(FIXTURES / "mini")
     docs = list(mini.corpus.values())

@@ -95,7 +95,7 @@ def test_web_search_backend_returns_documents(unit_web):
 @pytest.mark.integration
 @pytest.mark.spec("QRW-006")
 def test_web_search_with_real_embedder(mini_web_docs, embedder, tmp_path, check):
-    from harness.index.lancedb_store import LanceStore
+    from harness.retrieval.index.lancedb_store import LanceStore
     from harness.retrieval import Retriever
     from harness.techniques.crag import LocalWebSearch
 

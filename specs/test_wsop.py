@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 from harness.config import WSOPConfig
-from harness.index.lancedb_store import LanceStore
+from harness.retrieval.index.lancedb_store import LanceStore
 from harness.retrieval import Retriever
 from harness.techniques.crag import RetrievalEvaluator
 from harness.techniques.wsop import (ComplexityClassifier, WSOPPipeline, classifier_accuracy, credibility_tier,

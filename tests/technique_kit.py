@@ -12,8 +12,8 @@ from harness.config import HarnessConfig
 from harness.data import load_beir
 from harness.data.beir import load_corpus
 from harness.data.jsonl import SkipLog
-from harness.embed import HashingEmbedder
-from harness.index.lancedb_store import LanceStore
+from harness.retrieval.embed import HashingEmbedder
+from harness.retrieval.index.lancedb_store import LanceStore
 from harness.llm.client import LLMClient
 from harness.llm.scripted import register
 from harness.retrieval import Retriever

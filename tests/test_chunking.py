@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import pytest
 
-from harness.chunking import WhitespaceTokenizer, chunk_markdown, knowledge_strips, markdown_sections, sentences
+from harness.retrieval.chunking import WhitespaceTokenizer, chunk_markdown, knowledge_strips, markdown_sections, sentences
 
 pytestmark = pytest.mark.unit
 

@@ -265,7 +265,7 @@ def test_wilcoxon_drops_near_zero_differences_only():
 
 
 def test_paired_helpers_edge_cases():
-    from harness.rank_fusion import rrf_scores
+    from harness.retrieval.rank_fusion import rrf_scores
     from harness.stats.paired import minimum_detectable_effect as z_mde
     from harness.stats.paired import relative_improvement, wilcoxon
 

@@ -4,9 +4,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from harness.embed import EmbeddingCache, HashingEmbedder, RetryingEmbedder
-from harness.index.lancedb_store import LanceStore, fts_query
-from harness.rank_fusion import reciprocal_rank_fusion
+from harness.retrieval.embed import EmbeddingCache, HashingEmbedder, RetryingEmbedder
+from harness.retrieval.index.lancedb_store import LanceStore, fts_query
+from harness.retrieval.rank_fusion import reciprocal_rank_fusion
 from harness.retrieval import Retriever
 from harness.types import Chunk, Document, Hit
 

@@ -173,8 +173,8 @@ def test_no_network_at_import_or_run(fake, tmp_path):
                 raise OSError("dns blocked in test: " + str(host))
             return _gai(host, *a, **k)
         socket.getaddrinfo = gai
-        import harness.pytest_plugin, harness.techniques.wsop, harness.chunking
-        from harness.chunking import default_tokenizer
+        import harness.pytest_plugin, harness.techniques.wsop, harness.retrieval.chunking
+        from harness.retrieval.chunking import default_tokenizer
         assert type(default_tokenizer()).__name__ == "Encoding"
         from harness.llm.client import LLMClient
         from harness.llm.scripted import register

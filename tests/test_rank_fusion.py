@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import pytest
 
-from harness.rank_fusion import RRF_K, reciprocal_rank_fusion, rrf_scores
+from harness.retrieval.rank_fusion import RRF_K, reciprocal_rank_fusion, rrf_scores
 from harness.types import Hit
 
 pytestmark = pytest.mark.unit

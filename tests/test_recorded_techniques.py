@@ -11,7 +11,7 @@ import pytest
 from harness.data import load_beir, load_experiment_inputs
 from harness.data.beir import load_corpus
 from harness.data.jsonl import SkipLog
-from harness.index.lancedb_store import LanceStore
+from harness.retrieval.index.lancedb_store import LanceStore
 from harness.retrieval import Retriever
 from harness.techniques.crag import LocalWebSearch
 from harness.techniques.e2e4 import index_kb

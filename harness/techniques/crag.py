@@ -13,7 +13,7 @@ from typing import Callable, Iterator, Protocol, Sequence
 
 import numpy as np
 
-from harness.chunking import knowledge_strips
+from harness.retrieval.chunking import knowledge_strips
 from harness.llm.client import LLMClient, LLMError
 from harness.prompts import load_prompts, render
 from harness.techniques.generation import try_complete
@@ -144,7 +144,7 @@ class Refinement:
 def knowledge_refinement(documents: Sequence[Hit], query: str, scorer: Scorer, *,
                          strip_threshold: float = 0.5, tokenizer=None) -> Refinement:
     """Decompose into strips, keep strips scoring >= strip_threshold, recompose in document order."""
-    from harness.chunking import default_tokenizer
+    from harness.retrieval.chunking import default_tokenizer
 
     tok = tokenizer or default_tokenizer()
     strips = [s for d in documents for s in knowledge_strips(d.text)]

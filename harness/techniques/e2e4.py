@@ -15,9 +15,9 @@ from typing import Any, Callable
 
 from pydantic import BaseModel
 
-from harness.chunking import chunk_markdown
+from harness.retrieval.chunking import chunk_markdown
 from harness.data.experiment import ExperimentInputs, QueryInput
-from harness.index.lancedb_store import IndexStats, LanceStore
+from harness.retrieval.index.lancedb_store import IndexStats, LanceStore
 from harness.llm.client import LLMClient, StructuredOutputError, extract_json
 from harness.prompts import load_prompts, render
 from harness.types import Hit, Trace

@@ -7,7 +7,7 @@ from typing import Sequence
 
 from harness.llm.client import LLMClient
 from harness.prompts import load_prompts, render
-from harness.rank_fusion import RRF_K, reciprocal_rank_fusion
+from harness.retrieval.rank_fusion import RRF_K, reciprocal_rank_fusion
 from harness.techniques.generation import try_complete
 from harness.techniques.parsing import parse_lines
 from harness.types import Hit, Trace

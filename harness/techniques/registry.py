@@ -67,6 +67,30 @@ class TechniqueResult:
 
 
 @dataclass
+class Arm:
+    """One technique's results over a query set, as the comparisons read them."""
+
+    technique: str
+    model: str | None
+    results: list[TechniqueResult]
+
+    @property
+    def runs(self) -> dict[str, list[str]]:
+        return {r.query_id: r.ids for r in self.results}
+
+    @property
+    def scored_run(self) -> dict[str, dict[str, float]]:
+        """{query id: {doc id: score}} with scores strictly decreasing by rank (for a TREC run file)."""
+        return {r.query_id: {d: float(len(r.ids) - i) for i, d in enumerate(r.ids)} for r in self.results}
+
+    @property
+    def failures(self) -> dict[str, set[str]]:
+        """Queries on which the technique fell back (e.g. HyDE to the raw query) or absorbed an error."""
+        return {"fallback": {r.query_id for r in self.results if r.fell_back},
+                "error": {r.query_id for r in self.results if r.errors}}
+
+
+@dataclass
 class Services:
     """The parts techniques are built on. Values may be given directly or as zero-argument factories in
     `factories` (the pytest fixtures pass factories, so the LLM server starts only for a technique that needs it).
@@ -112,6 +136,16 @@ class Technique:
     def label(self) -> str:
         """The name the report shows."""
         return self.name
+
+    @property
+    def model(self) -> str | None:
+        """The label of the LLM this technique calls, None when it has called for none."""
+        return getattr(self.services.llm, "label", None)
+
+    def arm(self, queries: Iterable[Query | str], **kw: Any) -> Arm:
+        """`run_many` as an Arm (results with the technique's name and model)."""
+        results = self.run_many(queries, **kw)
+        return Arm(self.name, self.model, results)
 
     def run(self, query: Query | str, trace: Trace | None = None) -> TechniqueResult:
         q = query if isinstance(query, Query) else Query(id=str(query), text=str(query))

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Callable, Sequence
 
-from harness.chunking import default_tokenizer
+from harness.retrieval.chunking import default_tokenizer
 from harness.llm.client import LLMClient
 from harness.metrics.text import exact_match, token_f1
 from harness.prompts import load_prompts, render

@@ -74,7 +74,7 @@ class SentenceMaxSimReranker(_RerankBase):
         self.name = f"sentence-maxsim:{getattr(embedder, 'name', '?')}"
 
     def raw_scores(self, query: str, texts: Sequence[str]) -> np.ndarray:
-        from harness.chunking import sentences
+        from harness.retrieval.chunking import sentences
 
         if not texts:
             return np.zeros(0)

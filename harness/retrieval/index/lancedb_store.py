@@ -13,7 +13,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from harness.rank_fusion import RRF_K, reciprocal_rank_fusion
+from harness.retrieval.rank_fusion import RRF_K, reciprocal_rank_fusion
 from harness.types import Chunk, Document, Hit
 
 _MANIFEST = "_rag_harness_manifest"

@@ -6,7 +6,7 @@ from typing import Literal, Sequence
 
 import numpy as np
 
-from harness.index.lancedb_store import LanceStore
+from harness.retrieval.index.lancedb_store import LanceStore
 from harness.types import Hit
 
 Mode = Literal["dense", "bm25", "hybrid"]
