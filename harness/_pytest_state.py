@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import pytest
 
-from harness.catalogue import Catalogue
+from harness.catalogue import TIERS, Catalogue
 from harness.config import HarnessConfig
 from harness.report.collector import Collector
 
@@ -19,3 +19,22 @@ def catalogue_of(config: pytest.Config) -> Catalogue:
 
 def harness_config_of(config: pytest.Config) -> HarnessConfig:
     return config.stash[CONFIG_KEY]
+
+PROP_SPECS = "harness_specs"
+PROP_RECORD = "harness_record"
+PROP_VERDICT = "harness_verdict"
+PROP_CONTROL = "harness_control"
+CONTROL_KEY = pytest.StashKey[dict]()
+ISOLATED_KEY = pytest.StashKey[dict]()
+
+
+class SpecCheckFailed(AssertionError):
+    """A measured value does not satisfy its catalogue spec (fail), or its interval refutes the claim (refuted)."""
+
+
+class SpecInconclusive(AssertionError):
+    """Under --strict-verdicts: the data cannot decide a comparative claim."""
+
+
+def tiers_of(item: pytest.Item) -> set[str]:
+    return {m.name for m in item.iter_markers() if m.name in TIERS}

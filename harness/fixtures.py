@@ -1,17 +1,24 @@
 """Thin pytest fixtures over the library; heavy imports happen inside, so `pytest -m unit` stays light."""
 from __future__ import annotations
 
+import dataclasses
+import json
+import math
 import os
 from pathlib import Path
 from typing import Any, Callable, Iterator
 
 import pytest
 
-from harness._pytest_state import catalogue_of, harness_config_of
-from harness.catalogue import Catalogue
+from harness._pytest_state import (
+    CONTROL_KEY, PROP_RECORD, PROP_VERDICT, SpecCheckFailed, SpecInconclusive, catalogue_of, harness_config_of,
+    tiers_of,
+)
+from harness.catalogue import Catalogue, Spec
+from harness.report.collector import jsonable
 from harness.config import HarnessConfig
 
-__all__ = ["harness_config", "catalogue", "embedder", "hashing_embedder", "make_index", "beir_dataset", "corpus",
+__all__ = ["spec", "check", "measure", "harness_config", "catalogue", "embedder", "hashing_embedder", "make_index", "beir_dataset", "corpus",
            "index", "retriever",
            "reranker", "llm", "local_llm_server", "scripted_llm", "recorded_llm", "technique_services",
            "make_technique"]
@@ -31,6 +38,103 @@ def harness_config(pytestconfig: pytest.Config) -> HarnessConfig:
 @pytest.fixture(scope="session")
 def catalogue(pytestconfig: pytest.Config) -> Catalogue:
     return catalogue_of(pytestconfig)
+
+
+# ---------------------------------------------------------------- spec, check and measure
+@pytest.fixture
+def spec(request: pytest.FixtureRequest) -> Spec:
+    """The catalogue spec this test instance is bound to (via `@pytest.mark.spec(...)`)."""
+    param = getattr(request, "param", None)
+    if param is None:
+        raise pytest.UsageError(f"{request.node.nodeid}: the `spec` fixture needs @pytest.mark.spec('ID')")
+    return param
+
+
+def _record(request: pytest.FixtureRequest, record: dict[str, Any]) -> None:
+    state = request.node.stash.get(CONTROL_KEY, None)
+    if state is not None:  # a run under a negative control records nothing for the report
+        state["records"].append(jsonable(record))
+        return
+    request.node.user_properties.append((PROP_RECORD, json.dumps(jsonable(record), sort_keys=True)))
+
+
+@pytest.fixture
+def check(request: pytest.FixtureRequest) -> Callable[..., Any]:
+    """`check(spec_id, value, **context)`: decide a measured value against its catalogue spec.
+
+    `value` is a number (or bool/list) for `decision: estimate` specs, and an `Effect`
+    (`harness.stats.paired_effect` / `proportion_effect`) for `ci` and `test` specs, which get a three-valued
+    verdict (supported / refuted / inconclusive) from their interval or test. Records value, verdict and
+    context (n, ci, p_value, model, dataset, ...) for the report; refuted and failed checks fail the test,
+    inconclusive ones fail it only under --strict-verdicts.
+    """
+    cat = catalogue_of(request.config)
+    strict = bool(request.config.getoption("strict_verdicts", False))
+
+    def _check(spec_id: str, value: Any, **context: Any) -> Any:
+        from harness import provenance
+        from harness.stats.effect import Effect
+        from harness.stats.verdict import decide
+
+        s = cat[spec_id]
+        effect = value if isinstance(value, Effect) else None
+        record: dict[str, Any] = {
+            "kind": "check", "spec_id": s.id, "metric": s.metric, "comparator": s.comparator,
+            "threshold": s.threshold, "tier": s.marker, "test_tier": ",".join(sorted(tiers_of(request.node))),
+            "decision": dataclasses.asdict(s.decision), "nodeid": request.node.nodeid,
+            "provenance": provenance.snapshot(),
+        }
+        if s.comparative:
+            if effect is None:
+                raise TypeError(f"{s.id} is decided by its {s.decision.describe()}: pass an Effect "
+                                "(harness.stats.paired_effect or proportion_effect), not a bare number")
+            v = decide(effect, s.comparator, s.threshold, s.decision, fallback_rate=context.get("fallback_rate"))
+            record.update(value=effect.estimate, verdict=v.verdict, effect=effect.as_context(),
+                          decided=v.as_context())
+        else:
+            number = effect.estimate if effect is not None else value
+            if isinstance(number, float) and math.isnan(number):  # the data cannot define the figure
+                reason = context.get("reason") or "the measurement is undefined on this data (nan)"
+                record.update(value=number, verdict="inconclusive", decided={"verdict": "inconclusive",
+                                                                             "reason": reason})
+            else:
+                record.update(value=number, verdict="pass" if s.holds(number) else "fail")
+            if effect is not None:
+                record["effect"] = effect.as_context()
+        context = dict(context)
+        if effect is not None:
+            for k in ("n", "ci", "p_value"):
+                context.setdefault(k, record["effect"][k])
+        record["context"] = context
+        _record(request, record)
+        verdict = record["verdict"]
+        if CONTROL_KEY not in request.node.stash:
+            request.node.user_properties.append((PROP_VERDICT, f"{s.id}|{context.get('dataset') or ''}|{verdict}"))
+        if verdict in ("pass", "supported") or (verdict == "inconclusive" and not strict):
+            return value
+        shown_v = record["value"]
+        shown = f"{shown_v:.6g}" if isinstance(shown_v, float) and not math.isnan(shown_v) else repr(shown_v)
+        extra = "".join(f", {k}={v!r}" for k, v in context.items() if k in ("n", "ci", "p_value", "model", "dataset"))
+        head = f"{s.id} ({s.title}): measured {s.metric} = {shown}, required {s.comparator} {s.threshold!r}{extra}"
+        if verdict == "inconclusive":
+            raise SpecInconclusive(f"inconclusive (--strict-verdicts): {head}; {record['decided']['reason']}")
+        if verdict == "refuted":
+            raise SpecCheckFailed(f"refuted: {head}; {record['decided']['reason']}")
+        raise SpecCheckFailed(head)
+
+    return _check
+
+
+@pytest.fixture
+def measure(request: pytest.FixtureRequest) -> Callable[..., Any]:
+    """`measure(name, value, **context)`: record a figure that is not itself a spec verdict."""
+
+    def _measure(name: str, value: Any, **context: Any) -> Any:
+        _record(request, {"kind": "measure", "name": name, "value": value,
+                          "nodeid": request.node.nodeid, "context": context})
+        return value
+
+    return _measure
 
 
 # ---------------------------------------------------------------- retrieval

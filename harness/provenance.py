@@ -90,7 +90,7 @@ def package_versions(names: tuple[str, ...] = PACKAGES) -> dict[str, str]:
 
 def merge(snapshots: list[dict[str, Any]]) -> dict[str, Any]:
     """Union of snapshots (later ones win per key)."""
-    out: dict[str, dict[str, Any]] = {"models": {}, "datasets": {}, "seeds": {}}
+    out: dict[str, dict[str, Any]] = {"models": {}, "datasets": {}, "seeds": {}, "techniques": {}}
     for s in snapshots:
         for k in out:
             out[k].update(s.get(k) or {})

@@ -5,35 +5,20 @@ its markers, options and fixtures. Hooks live here; fixtures live in `harness.fi
 """
 from __future__ import annotations
 
-import dataclasses
 import json
-import math
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import pytest
 
-from harness.catalogue import TIERS, CatalogueError, Spec, load_catalogue
+from harness.catalogue import CatalogueError, Spec, load_catalogue
 from harness.config import ConfigError, load_config
-from harness._pytest_state import (
-    CATALOGUE_KEY, COLLECTOR_KEY, CONFIG_KEY, RESULTS_KEY, catalogue_of, harness_config_of,
+from harness._pytest_state import (  # noqa: F401 - SpecCheckFailed / SpecInconclusive re-exported
+    CATALOGUE_KEY, COLLECTOR_KEY, CONFIG_KEY, CONTROL_KEY, ISOLATED_KEY, PROP_CONTROL, PROP_RECORD, PROP_SPECS,
+    PROP_VERDICT, RESULTS_KEY, SpecCheckFailed, SpecInconclusive, catalogue_of, harness_config_of, tiers_of as _tiers,
 )
 from harness.fixtures import *  # noqa: F401,F403  (fixtures are registered by being in this namespace)
 from harness.report.collector import Collector, jsonable
-PROP_SPECS = "harness_specs"
-PROP_RECORD = "harness_record"
-PROP_VERDICT = "harness_verdict"
-PROP_CONTROL = "harness_control"
-CONTROL_KEY = pytest.StashKey[dict]()
-ISOLATED_KEY = pytest.StashKey[dict]()
-
-
-class SpecCheckFailed(AssertionError):
-    """A measured value does not satisfy its catalogue spec (fail), or its interval refutes the claim (refuted)."""
-
-
-class SpecInconclusive(AssertionError):
-    """Under --strict-verdicts: the data cannot decide a comparative claim."""
 
 
 # ---------------------------------------------------------------- options and configuration
@@ -141,25 +126,12 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     metafunc.parametrize("spec", [cat[i] for i in ids], ids=ids, indirect=True)
 
 
-@pytest.fixture
-def spec(request: pytest.FixtureRequest) -> Spec:
-    """The catalogue spec this test instance is bound to (via `@pytest.mark.spec(...)`)."""
-    param = getattr(request, "param", None)
-    if param is None:
-        raise pytest.UsageError(f"{request.node.nodeid}: the `spec` fixture needs @pytest.mark.spec('ID')")
-    return param
-
-
 def _bound_spec(item: pytest.Item) -> Spec | None:
     callspec = getattr(item, "callspec", None)
     if callspec is None:
         return None
     value = callspec.params.get("spec")
     return value if isinstance(value, Spec) else None
-
-
-def _tiers(item: pytest.Item) -> set[str]:
-    return {m.name for m in item.iter_markers() if m.name in TIERS}
 
 
 @pytest.hookimpl(tryfirst=True)
@@ -312,100 +284,14 @@ def pytest_collection_finish(session: pytest.Session) -> None:
 
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):
+    if call.when == "call":
+        _record_benchmark(item)
     state = item.stash.get(CONTROL_KEY, None)
     if state is not None and call.when == "call" and call.excinfo is not None:
         # an assert, a failed check, pytest.fail or a pytest.raises that did not raise: the test's check failed
         failed_check = call.excinfo.errisinstance((AssertionError, pytest.fail.Exception))
         state["exc"] = "assertion" if failed_check else call.excinfo.typename
     return (yield)
-
-
-# ---------------------------------------------------------------- check and measure
-def _record(request: pytest.FixtureRequest, record: dict[str, Any]) -> None:
-    state = request.node.stash.get(CONTROL_KEY, None)
-    if state is not None:  # a run under a negative control records nothing for the report
-        state["records"].append(jsonable(record))
-        return
-    request.node.user_properties.append((PROP_RECORD, json.dumps(jsonable(record), sort_keys=True)))
-
-
-@pytest.fixture
-def check(request: pytest.FixtureRequest) -> Callable[..., Any]:
-    """`check(spec_id, value, **context)`: decide a measured value against its catalogue spec.
-
-    `value` is a number (or bool/list) for `decision: estimate` specs, and an `Effect`
-    (`harness.stats.paired_effect` / `proportion_effect`) for `ci` and `test` specs, which get a three-valued
-    verdict (supported / refuted / inconclusive) from their interval or test. Records value, verdict and
-    context (n, ci, p_value, model, dataset, ...) for the report; refuted and failed checks fail the test,
-    inconclusive ones fail it only under --strict-verdicts.
-    """
-    cat = catalogue_of(request.config)
-    strict = bool(request.config.getoption("strict_verdicts", False))
-
-    def _check(spec_id: str, value: Any, **context: Any) -> Any:
-        from harness import provenance
-        from harness.stats.effect import Effect
-        from harness.stats.verdict import decide
-
-        s = cat[spec_id]
-        effect = value if isinstance(value, Effect) else None
-        record: dict[str, Any] = {
-            "kind": "check", "spec_id": s.id, "metric": s.metric, "comparator": s.comparator,
-            "threshold": s.threshold, "tier": s.marker, "test_tier": ",".join(sorted(_tiers(request.node))),
-            "decision": dataclasses.asdict(s.decision), "nodeid": request.node.nodeid,
-            "provenance": provenance.snapshot(),
-        }
-        if s.comparative:
-            if effect is None:
-                raise TypeError(f"{s.id} is decided by its {s.decision.describe()}: pass an Effect "
-                                "(harness.stats.paired_effect or proportion_effect), not a bare number")
-            v = decide(effect, s.comparator, s.threshold, s.decision, fallback_rate=context.get("fallback_rate"))
-            record.update(value=effect.estimate, verdict=v.verdict, effect=effect.as_context(),
-                          decided=v.as_context())
-        else:
-            number = effect.estimate if effect is not None else value
-            if isinstance(number, float) and math.isnan(number):  # the data cannot define the figure
-                reason = context.get("reason") or "the measurement is undefined on this data (nan)"
-                record.update(value=number, verdict="inconclusive", decided={"verdict": "inconclusive",
-                                                                             "reason": reason})
-            else:
-                record.update(value=number, verdict="pass" if s.holds(number) else "fail")
-            if effect is not None:
-                record["effect"] = effect.as_context()
-        context = dict(context)
-        if effect is not None:
-            for k in ("n", "ci", "p_value"):
-                context.setdefault(k, record["effect"][k])
-        record["context"] = context
-        _record(request, record)
-        verdict = record["verdict"]
-        if CONTROL_KEY not in request.node.stash:
-            request.node.user_properties.append((PROP_VERDICT, f"{s.id}|{context.get('dataset') or ''}|{verdict}"))
-        if verdict in ("pass", "supported") or (verdict == "inconclusive" and not strict):
-            return value
-        shown_v = record["value"]
-        shown = f"{shown_v:.6g}" if isinstance(shown_v, float) and not math.isnan(shown_v) else repr(shown_v)
-        extra = "".join(f", {k}={v!r}" for k, v in context.items() if k in ("n", "ci", "p_value", "model", "dataset"))
-        head = f"{s.id} ({s.title}): measured {s.metric} = {shown}, required {s.comparator} {s.threshold!r}{extra}"
-        if verdict == "inconclusive":
-            raise SpecInconclusive(f"inconclusive (--strict-verdicts): {head}; {record['decided']['reason']}")
-        if verdict == "refuted":
-            raise SpecCheckFailed(f"refuted: {head}; {record['decided']['reason']}")
-        raise SpecCheckFailed(head)
-
-    return _check
-
-
-@pytest.fixture
-def measure(request: pytest.FixtureRequest) -> Callable[..., Any]:
-    """`measure(name, value, **context)`: record a figure that is not itself a spec verdict."""
-
-    def _measure(name: str, value: Any, **context: Any) -> Any:
-        _record(request, {"kind": "measure", "name": name, "value": value,
-                          "nodeid": request.node.nodeid, "context": context})
-        return value
-
-    return _measure
 
 
 # ---------------------------------------------------------------- collection of results and reports
@@ -453,7 +339,7 @@ class _ReportHooks:
             return
         hc = harness_config_of(self.config)
         results = build_results(collector, catalogue_of(self.config), root=self.config.rootpath,
-                                benchmarks=_benchmark_stats(self.config), markexpr=self.config.option.markexpr or "")
+                                benchmarks=_benchmark_stats(collector), markexpr=self.config.option.markexpr or "")
         self.config.stash[RESULTS_KEY] = results
         self.config._harness_report_paths = write_results(results, hc.harness.report_dir)  # type: ignore[attr-defined]
         if self.config.getoption("strict_verdicts") and any(r["verdict"] == "inconclusive" for r in results["specs"]):
@@ -463,18 +349,22 @@ class _ReportHooks:
             session.exitstatus = pytest.ExitCode.TESTS_FAILED
 
 
-def _benchmark_stats(config: pytest.Config) -> list[dict[str, Any]]:
-    bs = getattr(config, "_benchmarksession", None)
-    out: list[dict[str, Any]] = []
-    for b in getattr(bs, "benchmarks", []) or []:
-        try:
-            stats = b.stats
-            out.append({"name": b.name, "fullname": b.fullname, "group": b.group,
-                        "median_s": stats.median, "mean_s": stats.mean, "stddev_s": stats.stddev,
-                        "min_s": stats.min, "max_s": stats.max, "rounds": stats.rounds})
-        except AttributeError:
-            continue
-    return out
+def _record_benchmark(item: pytest.Item) -> None:
+    """A pytest-benchmark timing of this test, from its public `benchmark` fixture, as a report record (so it
+    travels like every other record, across xdist workers too)."""
+    fixture = getattr(item, "funcargs", {}).get("benchmark")
+    meta = getattr(fixture, "stats", None)
+    stats = getattr(meta, "stats", None)
+    if stats is None or not getattr(stats, "rounds", 0) or item.stash.get(CONTROL_KEY, None) is not None:
+        return
+    record = {"kind": "benchmark", "name": fixture.name, "fullname": fixture.fullname, "group": fixture.group,
+              "median_s": stats.median, "mean_s": stats.mean, "stddev_s": stats.stddev, "min_s": stats.min,
+              "max_s": stats.max, "rounds": stats.rounds}
+    item.user_properties.append((PROP_RECORD, json.dumps(jsonable(record), sort_keys=True)))
+
+
+def _benchmark_stats(collector: Collector) -> list[dict[str, Any]]:
+    return [{k: v for k, v in r.items() if k != "kind"} for r in collector.records if r.get("kind") == "benchmark"]
 
 
 @pytest.hookimpl(optionalhook=True)

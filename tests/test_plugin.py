@@ -404,3 +404,17 @@ def test_report_dir_outside_the_project_in_both_forms(project: pytest.Pytester, 
     result = project.runpytest_subprocess("-m", "unit", *args)
     result.assert_outcomes(passed=2)
     assert (out / "results.json").is_file() and (out / "index.html").is_file()
+
+
+def test_pytest_benchmark_timings_reach_the_report(project: pytest.Pytester):
+    """Timings come from the public `benchmark` fixture of each test, not from pytest-benchmark's internals."""
+    project.makepyfile(test_demo=TESTS.format(value=0.5) + textwrap.dedent("""
+
+        @pytest.mark.unit
+        def test_timed(benchmark):
+            benchmark.pedantic(sum, args=(range(1000),), rounds=5, iterations=1)
+    """))
+    result = project.runpytest_subprocess("--report-dir", "out", "-m", "unit")
+    result.assert_outcomes(passed=3)
+    bench = json.loads((project.path / "out" / "results.json").read_text())["benchmarks"]
+    assert [b["name"] for b in bench] == ["test_timed"] and bench[0]["rounds"] == 5 and bench[0]["median_s"] > 0

@@ -33,3 +33,122 @@ def test_adding_a_spec_example_runs_as_written(pytester: pytest.Pytester):
     result.assert_outcomes(passed=1)
     row = json.loads((pytester.path / "out" / "results.json").read_text())["specs"][0]
     assert row["id"] == "MYTEAM-001" and row["verdict"] == "supported"
+
+
+# ---------------------------------------------------------------- every fenced block of the README
+ROOT = Path(__file__).resolve().parents[1]
+# (section, language, index within the section) -> the test that runs it, or why it is not run by a test
+BLOCKS = {
+    ("Quick start (fresh machine, Python ≥ 3.10)", "bash", 0): "exempt: the test command itself (CI runs it)",
+    ("Quick start (fresh machine, Python ≥ 3.10)", "bash", 1): "exempt: the main job (the hour-long benchmark tier)",
+    ("Using it in your project", "python", 0): "test_using_it_in_your_project_example_runs",
+    ("Techniques", "bash", 0): "test_techniques_command_runs",
+    ("Techniques", "python", 0): "test_techniques_python_example_prints_what_it_says",
+    ("Techniques", "python", 1): "test_your_own_technique_runs_the_existing_claims",
+    ("Techniques", "bash", 1): "test_your_own_technique_runs_the_existing_claims",
+    ("Recorded traffic", "bash", 0): "exempt: re-recording needs the local extra (llama.cpp); the cassettes it "
+                                     "writes are replayed by the integration tier",
+    ("Adding a spec", "yaml", 0): "test_adding_a_spec_example_runs_as_written",
+    ("Adding a spec", "python", 0): "test_adding_a_spec_example_runs_as_written",
+    ("Verdicts", "python", 0): "test_verdicts_snippet_runs",
+    ("Every pass earned: negative controls", "python", 0): "test_adding_a_spec_example_runs_as_written",
+    ("TREC runs out and in", "bash", 0): "test_trec_eval_command_runs",
+    ("What is where", "", 0): "exempt: the layout, not code",
+}
+
+
+def _all_blocks() -> list[tuple[str, str, int]]:
+    """(section, language, index) of every fenced block, opening fences only."""
+    out, counts, inside = [], {}, False
+    for part in README.split("\n## ")[1:]:
+        section = part.split("\n", 1)[0].strip()
+        for m in re.finditer(r"^ *```(\w*) *$", part, flags=re.M):
+            inside = not inside
+            if inside:
+                key = (section, m.group(1))
+                out.append((section, m.group(1), counts.get(key, 0)))
+                counts[key] = counts.get(key, 0) + 1
+    return out
+
+
+def test_every_readme_block_is_run_or_says_why_not():
+    found = _all_blocks()
+    assert set(found) == set(BLOCKS), f"README blocks without a test: {sorted(set(found) - set(BLOCKS))}; " \
+                                      f"gone: {sorted(set(BLOCKS) - set(found))}"
+    from tests import test_readme_examples_integration as integration
+
+    named = {v for v in BLOCKS.values() if v.startswith("test_")}
+    defined = set(globals()) | set(vars(integration))
+    assert named <= defined, f"tests named but missing: {sorted(named - defined)}"
+
+
+def _project(pytester: pytest.Pytester) -> pytest.Pytester:
+    """A user's project: this repository's catalogue and configuration, the plugin installed."""
+    import shutil
+
+    pytester.makeini("[pytest]\naddopts = --strict-markers -p no:cacheprovider\nspec_files = specs\n"
+                     "harness_config = wsop.yaml\n")
+    shutil.copytree(ROOT / "specs", pytester.path / "specs", ignore=shutil.ignore_patterns("*.py", "__pycache__"))
+    shutil.copy(ROOT / "wsop.yaml", pytester.path / "wsop.yaml")
+    return pytester
+
+
+def _run(cmd: str, cwd: Path) -> str:
+    import shlex
+    import subprocess
+    import sys
+
+    args = shlex.split(cmd)
+    assert args[0] in ("rag-harness", "pytest")
+    exe = [sys.executable, "-c", "import sys; from harness.cli import main; sys.exit(main())"] \
+        if args[0] == "rag-harness" else [sys.executable, "-m", "pytest"]
+    proc = subprocess.run(exe + args[1:], cwd=cwd, capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
+    return proc.stdout
+
+
+def test_techniques_command_runs():
+    (cmd,) = _blocks("Techniques", "bash")[:1]
+    out = _run(cmd.strip(), ROOT)
+    for name in ("dense", "hyde", "crag", "rag-fusion", "query-rewriting", "wsop", "e2-standard", "ret"):
+        assert f"\n{name}: " in "\n" + out
+
+
+def test_techniques_python_example_prints_what_it_says(pytester: pytest.Pytester):
+    code = _blocks("Techniques", "python")[0]
+    _project(pytester)
+    pytester.makepyfile(example=code)
+    import subprocess
+    import sys
+
+    proc = subprocess.run([sys.executable, "example.py"], cwd=pytester.path, capture_output=True, text=True,
+                          timeout=300)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    expected = re.search(r"print\(.*\)\s*#\s*(.+)", code).group(1).strip()
+    assert proc.stdout.strip() == expected
+
+
+def test_verdicts_snippet_runs(pytester: pytest.Pytester):
+    snippet = _blocks("Verdicts", "python")[0]
+    _project(pytester)
+    body = "\n".join("    " + line for line in snippet.splitlines())
+    pytester.makepyfile(test_verdicts=(
+        "import numpy as np\n"
+        "rng = np.random.default_rng(3)\n"
+        "dense_recall = rng.uniform(0.2, 0.8, 40)\n"
+        "hyde_recall = np.clip(dense_recall + rng.normal(0.1, 0.05, 40), 0, 1)\n"
+        "base_correct = (rng.uniform(size=40) < 0.5).astype(float)\n"
+        "ret_correct = np.maximum(base_correct, (rng.uniform(size=40) < 0.3).astype(float))\n"
+        "abstained_on_negatives = [1] * 30 + [0] * 2\n\n"
+        "def test_readme_verdicts(check):\n" + body + "\n"))
+    result = pytester.runpytest_subprocess("--spec-coverage", "off", "--report-dir", "out", "-p", "no:randomly")
+    assert "Error" not in result.stdout.str(), result.stdout.str()[-3000:]
+    checks = json.loads((pytester.path / "out" / "results.json").read_text())["checks"]
+    verdicts = {c["spec_id"]: c["verdict"] for c in checks}
+    assert set(verdicts) == {"HYDE-003", "RET-GATE-1", "E2E4-FR6-3"}
+    assert set(verdicts.values()) <= {"supported", "refuted", "inconclusive"}, verdicts
+
+
+def test_trec_eval_command_runs():
+    out = _run(_blocks("TREC runs out and in", "bash")[0].strip(), ROOT)
+    assert "judged queries" in out and re.search(r"nDCG@10\s+\d\.\d{4}\s+baseline \d\.\d{4}", out)

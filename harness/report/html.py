@@ -117,14 +117,14 @@ def _spec_cells(r: dict[str, Any], first: str, tier: str, cond: str) -> str:
             f"<td class=num>{_e(r.get('p_value'))}{_paren(r.get('p_holm'))}</td>"
             f"<td class=num>{_e(r.get('n'))}{_paren(r.get('mde'))}</td><td class=num>{escape(needed_text(r))}</td>"
             f"<td class=num>{escape(counts_text(r))}</td><td class=num>{escape(_rates(r))}</td>"
-            f"<td>{_e(r.get('model'))}</td><td>{_e(r.get('dataset'))}</td>"
+            f"<td>{_e(r.get('technique'))}</td><td>{_e(r.get('model'))}</td><td>{_e(r.get('dataset'))}</td>"
             f"<td class=msg>{escape(note)}</td>")
 
 
 def _spec_table(specs: list[dict[str, Any]]) -> str:
     head = ("<tr><th>spec</th><th>tier</th><th>verdict</th><th>value</th><th>condition</th><th>95% CI</th>"
             "<th>IQR</th><th>p (Holm)</th><th>n (MDE)</th><th>queries needed</th><th>queries +/=/−</th>"
-            "<th>fallback / error rate</th><th>model</th><th>dataset</th><th>note</th></tr>")
+            "<th>fallback / error rate</th><th>technique</th><th>model</th><th>dataset</th><th>note</th></tr>")
     rows = []
     for r in specs:
         cond = f"{r['metric']} {r['comparator']} {_fmt(r['threshold'])}"
@@ -194,7 +194,8 @@ def _provenance(prov: dict[str, Any]) -> str:
         return "; ".join(f"{k}: " + (", ".join(f"{a}={_fmt(b)}" for a, b in v.items()) if isinstance(v, dict) else _fmt(v))
                          for k, v in sorted(d.items())) or "—"
     rows = [("git commit", f"{prov.get('git_commit')}" + (" (uncommitted changes)" if prov.get("git_dirty") else "")),
-            ("models", kv(prov.get("models") or {})), ("datasets", kv(prov.get("datasets") or {})),
+            ("models", kv(prov.get("models") or {})), ("techniques", kv(prov.get("techniques") or {})),
+            ("datasets", kv(prov.get("datasets") or {})),
             ("seeds", kv(prov.get("seeds") or {})), ("packages", kv(prov.get("packages") or {}))]
     return '<dl class="prov">' + "".join(f"<dt>{escape(k)}</dt><dd>{escape(v)}</dd>" for k, v in rows) + "</dl>"
 

@@ -54,7 +54,8 @@ def _entry(spec: Spec, rec: dict[str, Any]) -> dict[str, Any]:
         "mde": dec.get("mde", ctx.get("mde")), "queries_needed": dec.get("queries_needed"),
         "available": ctx.get("available"), "untestable": dec.get("untestable", False), "reason": dec.get("reason", ""),
         "improved": eff.get("improved"), "unchanged": eff.get("unchanged"), "degraded": eff.get("degraded"),
-        "model": ctx.get("model"), "interval": eff.get("interval_method"), "nodeid": rec.get("nodeid"),
+        "model": ctx.get("model"), "technique": ctx.get("technique"), "interval": eff.get("interval_method"),
+        "nodeid": rec.get("nodeid"),
         "fallback_rate": ctx.get("fallback_rate"), "error_rate": ctx.get("error_rate"),
         "_record": rec,
     }
@@ -193,6 +194,7 @@ def _finish(row: dict[str, Any], spec: Spec) -> None:
         verdict = "property"  # shown as such, never counted as a pass
     row.update(verdict=verdict, overall=overall)
     for k in ("value", "ci", "iqr", "n", "p_value", "p_holm", "mde", "queries_needed", "available", "untestable",
-              "reason", "improved", "unchanged", "degraded", "model", "dataset", "interval", "fallback_rate",
+              "reason", "improved", "unchanged", "degraded", "model", "technique", "dataset", "interval",
+              "fallback_rate",
               "error_rate"):
         row[k] = deciding.get(k)

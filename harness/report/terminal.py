@@ -54,6 +54,7 @@ def _line(label: str, tier: str, e: dict[str, Any], cond: str) -> str:
         f"fallback={e['fallback_rate']:.0%}" if isinstance(e.get("fallback_rate"), (int, float)) else "",
         f"errors={e['error_rate']:.0%}" if isinstance(e.get("error_rate"), (int, float)) else "",
         f"dataset={e['dataset']}" if e.get("dataset") else "",
+        f"technique={e['technique']}" if e.get("technique") else "",
         f"model={e['model']}" if e.get("model") else "",
     ) if x)
     return f"{label:<30} {tier:<11} {e['verdict']:<12} {_fmt(e.get('value')) or 'n/a':>10} {spread:<20} {cond}  {extra}"
