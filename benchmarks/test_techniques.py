@@ -42,12 +42,18 @@ def _failure_rates(measure, arm: Arm, *, dataset) -> dict:
     return rates
 
 
-def _export(arm: Arm, dataset, harness_config) -> str:
-    """The arm's run as a TREC run file beside the qrels it is scored with (REPORT_DIR/runs)."""
+def _export(arm: Arm, dataset, harness_config, recall_at_10: np.ndarray) -> str:
+    """The arm's run as a TREC run file beside the qrels of its queries (REPORT_DIR/runs); scoring the files
+    back must give exactly the Recall@10 the claim was decided on."""
+    from harness.metrics.runs import score_run
+
     runs_dir = harness_config.harness.report_dir / "runs"
-    path = runs_dir / f"{dataset.name}-{arm.technique}.run"
-    write_trec_run(arm.scored_run, path, tag=f"rag-harness-{arm.technique}")
-    write_trec_qrels(dataset.qrels, runs_dir / f"{dataset.name}.qrels")
+    path, qrels = runs_dir / f"{dataset.name}-{arm.technique}.run", runs_dir / f"{dataset.name}-{arm.technique}.qrels"
+    write_trec_run({q: {d: s for d, s in list(docs.items())[:10]} for q, docs in arm.scored_run.items()}, path,
+                   tag=f"rag-harness-{arm.technique}")
+    write_trec_qrels({q: dataset.qrels[q] for q in arm.runs}, qrels)
+    back = score_run(path, qrels, ["Recall@10"]).means["Recall@10"]
+    assert abs(back - float(recall_at_10.mean())) < 1e-12, f"{path} scores {back}, the claim read {recall_at_10.mean()}"
     return str(path)
 
 
@@ -60,7 +66,7 @@ def _compare(check, spec_id, dataset, base: Arm, cand: Arm, *, measure, harness_
     rates = _failure_rates(measure, cand, dataset=dataset)
     diff = paired_effect(c, b, seed=1)
     check(spec_id, paired_effect(c, b, relative=True, seed=1), model=cand.model, dataset=dataset.name,
-          technique=cand.technique, run_file=_export(cand, dataset, harness_config),
+          technique=cand.technique, run_file=_export(cand, dataset, harness_config, c),
           available=len(dataset.judged_queries()), baseline=float(b.mean()), candidate=float(c.mean()),
           paired_difference=diff.estimate, paired_difference_ci=list(diff.ci), **rates)
 

@@ -1,6 +1,7 @@
 """Core value types shared by every layer: documents, chunks, queries, hits, rankings and traces."""
 from __future__ import annotations
 
+import threading
 import time
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
@@ -89,41 +90,52 @@ class Trace:
 
     stages: list[Stage] = field(default_factory=list)
     events: list[dict[str, Any]] = field(default_factory=list)
-    _open: list[Stage] = field(default_factory=list, repr=False)
+    # open stages per thread: a call made in a worker thread is charged to that thread's innermost stage
+    _open: dict[int, list[Stage]] = field(default_factory=dict, repr=False)
+    _lock: Any = field(default_factory=threading.Lock, repr=False, compare=False)
+
+    def _stack(self) -> list[Stage]:
+        return self._open.setdefault(threading.get_ident(), [])
 
     @contextmanager
     def stage(self, name: str, **detail: Any) -> Iterator[Stage]:
-        """Time a block as a stage; LLM calls inside it are charged to it."""
+        """Time a block as a stage; LLM calls inside it (from this thread) are charged to it."""
         st = Stage(name=name, detail=dict(detail))
-        self._open.append(st)
+        stack = self._stack()
+        stack.append(st)
         t0 = time.perf_counter()
         try:
             yield st
         finally:
             st.seconds = time.perf_counter() - t0
-            self._open.pop()
-            self.stages.append(st)
+            stack.pop()
+            with self._lock:
+                self.stages.append(st)
             self.event(name, kind="stage")
 
     def record_llm_call(self, prompt_tokens: int, completion_tokens: int, cost_usd: float | None,
                         seconds: float = 0.0) -> None:
-        """Charge one LLM call to the innermost open stage; outside any stage it becomes an `llm` stage of
-        its own that carries the call's wall time (so `seconds()` misses no call). `cost_usd=None`: unpriced."""
-        if self._open:
-            st = self._open[-1]
-        else:
-            st = Stage(name="llm", seconds=seconds)
-            self.stages.append(st)
-        st.prompt_tokens += prompt_tokens
-        st.completion_tokens += completion_tokens
-        if cost_usd is None:
-            st.unpriced_calls += 1
-        else:
-            st.cost_usd += cost_usd
-        st.calls += 1
+        """Charge one LLM call to this thread's innermost open stage; outside any stage it becomes an `llm`
+        stage of its own that carries the call's wall time (so `seconds()` misses no call). `cost_usd=None`:
+        unpriced. Safe to call from several threads at once."""
+        stack = self._stack()
+        with self._lock:
+            if stack:
+                st = stack[-1]
+            else:
+                st = Stage(name="llm", seconds=seconds)
+                self.stages.append(st)
+            st.prompt_tokens += prompt_tokens
+            st.completion_tokens += completion_tokens
+            if cost_usd is None:
+                st.unpriced_calls += 1
+            else:
+                st.cost_usd += cost_usd
+            st.calls += 1
 
     def event(self, name: str, **data: Any) -> None:
-        self.events.append({"name": name, **data})
+        with self._lock:
+            self.events.append({"name": name, **data})
 
     def called(self, name: str) -> bool:
         """Whether a stage or event of this name happened."""

@@ -115,3 +115,22 @@ def test_wsop_applies_crags_correction_on_every_route(route, score, corpus, web,
     res = build_technique("wsop", services, {"complexity": route}).run(QUERIES[0])
     sources = {h.metadata["source"] for h in res.hits}
     assert ("corpus" in sources, "web" in sources) == (corpus, web), sources
+
+
+def test_trace_charges_each_threads_calls_to_its_own_stage():
+    from concurrent.futures import ThreadPoolExecutor
+
+    from harness.types import Trace
+
+    trace = Trace()
+
+    def work(i: int) -> None:
+        with trace.stage(f"s{i}"):
+            for _ in range(50):
+                trace.record_llm_call(i, 1, 0.001)
+
+    with ThreadPoolExecutor(8) as pool:
+        list(pool.map(work, range(8)))
+    by_name = {s.name: s for s in trace.stages}
+    assert all(by_name[f"s{i}"].calls == 50 and by_name[f"s{i}"].prompt_tokens == 50 * i for i in range(8))
+    assert trace.llm_calls == 400 and len(trace.events) == 8

@@ -12,8 +12,9 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from harness.llm.cache import ResponseCache
-from harness.llm.client import LLMClient, LLMError
+from harness.llm.client import LLMClient
 from harness.prompts import load_prompts, render
+from harness.techniques.generation import try_complete
 from harness.techniques.parsing import strip_echo
 from harness.types import Hit, Trace
 
@@ -64,14 +65,12 @@ class HyDE:
         docs: list[str] = []
         with trace.stage("hyde_generate"):
             for i in range(self.num_documents):
-                try:
-                    # seed varies per sample so N documents differ even where the cache is on
-                    res = self.llm.complete(prompt, temperature=self.temperature, max_tokens=self.max_tokens,
-                                            seed=i, trace=trace)
-                except LLMError as err:
-                    trace.event("hyde_llm_error", error=str(err))
+                # seed varies per sample so N documents differ even where the cache is on
+                raw = try_complete(self.llm, prompt, temperature=self.temperature, max_tokens=self.max_tokens,
+                                   seed=i, trace=trace, error_event="hyde_llm_error")
+                if raw is None:
                     continue
-                text = strip_echo(res.text, prompt)
+                text = strip_echo(raw, prompt)
                 if text:
                     docs.append(text)
         if docs and self.cache is not None:

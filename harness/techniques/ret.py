@@ -18,8 +18,9 @@ from typing import Sequence
 from pydantic import BaseModel, ValidationError
 
 from harness.config import ModelPrice, RetSettings
-from harness.llm.client import LLMClient, LLMError, extract_json
+from harness.llm.client import LLMClient, extract_json
 from harness.prompts import load_prompts, render
+from harness.techniques.generation import try_complete
 from harness.techniques.parsing import CONTENT_STOPWORDS, clean_item
 from harness.types import Hit, Trace
 
@@ -71,15 +72,13 @@ def generate_hypotheses(question: str, llm: LLMClient, n: int = 3, trace: Trace 
     trace = trace if trace is not None else Trace()
     prompt = render(load_prompts("ret")[prompt_variant]["hypotheses"], question=question, n=n)
     with trace.stage("ret_hypotheses"):
-        try:
-            if prompt_variant == "completion":  # the list ends at the first blank line
-                text = llm.complete(prompt, max_tokens=200, stop=["\n\n"], trace=trace).text
-                text = "1. " + text.strip("\n").split("\n\n")[0]
-            else:
-                text = llm.complete(prompt, max_tokens=200, trace=trace).text
-        except LLMError as err:
-            trace.event("ret_llm_error", error=str(err))
+        completion = prompt_variant == "completion"  # the list ends at the first blank line
+        text = try_complete(llm, prompt, max_tokens=200, stop=["\n\n"] if completion else None, trace=trace,
+                            error_event="ret_llm_error")
+        if text is None:
             return []
+        if completion:
+            text = "1. " + text.strip("\n").split("\n\n")[0]
     seen, out = set(), []
     for h in _parse_hypotheses(text):
         key = h.hypothesis.lower().strip()
@@ -109,10 +108,8 @@ def extract_fingerprints(hypotheses: Sequence[Hypothesis], question: str, llm: L
     listing = "\n".join(f"- {h.hypothesis}" for h in hypotheses)
     prompt = render(load_prompts("ret")["chat"]["fingerprints"], question=question, k=k, hypotheses=listing)
     with trace.stage("ret_fingerprints"):
-        try:
-            text = llm.complete(prompt, max_tokens=320, trace=trace).text
-        except LLMError as err:
-            trace.event("ret_llm_error", error=str(err))
+        text = try_complete(llm, prompt, max_tokens=320, trace=trace, error_event="ret_llm_error")
+        if text is None:
             return {}
     names = [h.hypothesis for h in hypotheses]
     try:
@@ -141,11 +138,9 @@ def _fingerprints_per_hypothesis(hypotheses: Sequence[Hypothesis], question: str
     out: dict[str, list[str]] = {}
     with trace.stage("ret_fingerprints"):
         for h in hypotheses:
-            try:
-                text = llm.complete(render(template, question=question, hypothesis=h.hypothesis), max_tokens=96,
-                                    stop=["\n\n"], trace=trace).text
-            except LLMError as err:
-                trace.event("ret_llm_error", error=str(err))
+            text = try_complete(llm, render(template, question=question, hypothesis=h.hypothesis), max_tokens=96,
+                                stop=["\n\n"], trace=trace, error_event="ret_llm_error")
+            if text is None:
                 continue
             facts: list[str] = []
             for line in ("- " + text.split("\n\n")[0]).splitlines():
