@@ -35,6 +35,7 @@ def _run_experiments(args: argparse.Namespace) -> int:
     except ConfigError as exc:
         print(f"rag-harness: {exc}", file=sys.stderr)
         return 2
+    concurrency = args.concurrency or config.harness.llm.concurrency_for(args.model)
     with ExitStack() as stack:
         llm = None
         if not args.dry_run:
@@ -43,13 +44,17 @@ def _run_experiments(args: argparse.Namespace) -> int:
 
                 server = stack.enter_context(LocalModelServer(args.model.split("/", 1)[1],
                                                               log_path=Path(args.logs) / "llama_server.log"))
-                llm = LLMClient(server.litellm_model, api_base=server.api_base, api_key="sk-local", label=args.model)
+                llm = LLMClient(server.litellm_model, api_base=server.api_base, api_key="sk-local", label=args.model,
+                                concurrency=concurrency)
             else:
-                llm = LLMClient(args.model)
+                s = config.harness.llm
+                llm = LLMClient(args.model, concurrency=concurrency, requests_per_minute=s.requests_per_minute,
+                                tokens_per_minute=s.tokens_per_minute, timeout_s=s.timeout_s,
+                                max_attempts=s.max_attempts, backoff_s=s.backoff_s, price=s.price_for(args.model))
         try:
             s = run_experiments(args.kb, args.out, experiments=args.experiments.split(","), dry_run=args.dry_run,
                                 overwrite=args.overwrite, llm=llm, model=args.model, log_dir=args.logs,
-                                limit=args.limit, config=config)
+                                limit=args.limit, config=config, concurrency=concurrency)
         except RunHalted as err:
             print(f"rag-harness: halted: {err}", file=sys.stderr)
             return 2
@@ -129,6 +134,9 @@ def main(argv: list[str] | None = None) -> int:
     run.add_argument("--dry-run", action="store_true", help="scripted model, weight-free embedder, no network")
     run.add_argument("--overwrite", action="store_true", help="reprocess every query (and re-index)")
     run.add_argument("--limit", type=int, default=None, help="only the first N queries")
+    run.add_argument("--concurrency", type=int, default=None,
+                     help="(query, experiment) tasks in flight (default: harness.llm.concurrency: 8 for API models, "
+                          "1 for local/*)")
     run.add_argument("--config", default=None, help="wsop.yaml-style configuration (default: ./wsop.yaml if present): "
                                                    "harness.embedder and harness.reranker are read from it")
     tech = sub.add_parser("techniques", help="list the registered techniques with their parameters")

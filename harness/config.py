@@ -111,8 +111,12 @@ class LLMSettings(_Strict):
     model: str = DEFAULT_LOCAL_MODEL
     timeout_s: float = 60.0
     max_attempts: int = 3
-    backoff_s: float = 1.0
-    concurrency: int = 4
+    backoff_s: float = 1.0  # 500s and timeouts retry after 1, 2, 4 s (backoff_s * 2**attempt)
+    # calls in flight at once, client-wide (429s lower it, success raises it back); None: 8 for API models,
+    # 1 for the embedded local model (one llama.cpp server answers one request at a time)
+    concurrency: int | None = Field(default=None, ge=1)
+    requests_per_minute: float | None = Field(default=None, gt=0)  # optional client-side limits
+    tokens_per_minute: float | None = Field(default=None, gt=0)
     cache: bool = True
     api_base: str | None = None
     # model label -> declared price; a model neither here nor priced by litellm has unknown cost (reported)
@@ -120,6 +124,12 @@ class LLMSettings(_Strict):
 
     def price_for(self, model: str) -> "ModelPrice | None":
         return self.prices.get(model)
+
+    def concurrency_for(self, model: str) -> int:
+        """`concurrency`, or its default for the model: 1 for `local/*`, 8 for anything else."""
+        if self.concurrency is not None:
+            return self.concurrency
+        return 1 if model.startswith("local/") else 8
 
 
 class HarnessSettings(_Strict):

@@ -945,3 +945,36 @@ def _serial_retrieval(mp: Any) -> None:
         return [orig(self, [q], k, parallel=False)[0] for q in queries]  # one embedding call and scan per query
 
     mp.setattr(Retriever, "retrieve_many", retrieve_many)
+
+
+# ---------------------------------------------------------------- live runs (issue #17)
+@control("llm-calls-serialised", breaks="the LLM client lets one call at a time through, whatever its concurrency")
+def _serialised(mp: Any) -> None:
+    from harness.llm import limits
+
+    orig = limits.AdaptiveLimit.__init__
+
+    def init(self, maximum, **kw):
+        orig(self, 1, **kw)
+
+    mp.setattr(limits.AdaptiveLimit, "__init__", init)
+
+
+@control("rpm-limit-ignored", breaks="the client's requests-per-minute window lets every request through at once")
+def _rpm_ignored(mp: Any) -> None:
+    from harness.llm import limits
+
+    mp.setattr(limits.RateWindow, "take", lambda self, n=1.0: None)
+
+
+@control("server-errors-not-retried", breaks="a 500 or a timeout is a permanent failure (no 1/2/4 s retries)")
+def _no_retry(mp: Any) -> None:
+    from harness.llm import client
+
+    orig = client._retryable
+
+    def retryable(exc):
+        _, status = orig(exc)
+        return False, status
+
+    mp.setattr(client, "_retryable", retryable)

@@ -256,7 +256,8 @@ def llm(harness_config: HarnessConfig, local_llm_server):
     s = harness_config.harness.llm
     cache = ResponseCache(harness_config.harness.cache_dir / "llm") if s.cache else None
     common = dict(timeout_s=s.timeout_s, max_attempts=s.max_attempts, backoff_s=s.backoff_s,
-                  concurrency=s.concurrency, cache=cache, price=s.price_for(s.model))
+                  concurrency=s.concurrency_for(s.model), requests_per_minute=s.requests_per_minute,
+                  tokens_per_minute=s.tokens_per_minute, cache=cache, price=s.price_for(s.model))
     from harness import provenance
 
     traffic = "live+cache" if cache is not None else "live"
@@ -310,7 +311,9 @@ def _llm_for(harness_config: HarnessConfig, model: str) -> Any:
     provenance.note_model(model, traffic="live", role="technique llm")
     cache = ResponseCache(harness_config.harness.cache_dir / "llm") if s.cache else None
     return LLMClient(model, api_base=s.api_base, timeout_s=s.timeout_s, max_attempts=s.max_attempts,
-                     backoff_s=s.backoff_s, concurrency=s.concurrency, cache=cache, price=s.price_for(model))
+                     backoff_s=s.backoff_s, concurrency=s.concurrency_for(model), cache=cache,
+                     requests_per_minute=s.requests_per_minute, tokens_per_minute=s.tokens_per_minute,
+                     price=s.price_for(model))
 
 
 @pytest.fixture(scope="session")

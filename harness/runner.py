@@ -5,7 +5,9 @@ from __future__ import annotations
 import json
 import logging
 import os
+import threading
 import time
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Sequence
@@ -137,8 +139,10 @@ def build_services(inputs: ExperimentInputs, *, llm: LLMClient | None, model: st
 def run_experiments(kb_dir: str | Path, out_dir: str | Path, *, experiments: Sequence[str] = ("e2", "e3", "e4"),
                     dry_run: bool = False, overwrite: bool = False, llm: LLMClient | None = None, model: str = "",
                     log_dir: str | Path = "logs", db_uri: str | Path | None = None, embedder=None, reranker=None,
-                    limit: int | None = None, config: HarnessConfig | None = None) -> RunSummary:
-    """Run the experiments over every query, appending one fsync'ed JSONL line per result."""
+                    limit: int | None = None, config: HarnessConfig | None = None, concurrency: int = 1) -> RunSummary:
+    """Run the experiments over every query, appending one fsync'ed JSONL line per result. With `concurrency`
+    > 1 the experiments of a query run side by side and that many (query, experiment) tasks are in flight;
+    lines then land in completion order (resume reads ids, not positions)."""
     log = file_logger(log_dir)
     t_start = time.perf_counter()
     out = Path(out_dir)
@@ -160,48 +164,79 @@ def run_experiments(kb_dir: str | Path, out_dir: str | Path, *, experiments: Seq
     summary = RunSummary(index_seconds=stats.seconds, chunks=stats.rows)
     technique_services = TechniqueServices(config or HarnessConfig(), retriever=Retriever(services.store, services.embedder),
                                            embedder=services.embedder, reranker=services.reranker, llm=services.llm)
+    techniques, files, done_by, todo = {}, {}, {}, []
     for name in experiments:
-        exp = build_technique(TECHNIQUE_OF.get(name, name), technique_services)
+        techniques[name] = build_technique(TECHNIQUE_OF.get(name, name), technique_services)
         path = out / EXPERIMENTS[name].output
         if overwrite and path.exists():
             path.unlink()
-        done = completed_ids(path)
+        done = done_by[name] = completed_ids(path)
         summary.skipped_done[name] = sum(q.query_id in done for q in queries)
         summary.written[name], summary.failed[name], summary.empty[name] = 0, [], []
-        with path.open("a", encoding="utf-8") as fh:
-            for i, q in enumerate(queries, 1):
-                if q.query_id in done:
-                    log.debug("%s: skip %s (already done)", name, q.query_id)
-                    continue
-                log.info("Processing %s query %d/%d (%s)", name.upper(), i, len(queries), q.query_id)
-                t0 = time.perf_counter()
-                try:
-                    o = exp.run(Query(q.query_id, q.query))
-                except LLMError as err:
-                    if _critical(err):
-                        log.critical("%s %s: %s", name, q.query_id, err)
-                        raise RunHalted(f"critical LLM failure (check the API key): {err}") from err
-                    log.error("%s %s: permanent failure after retries: %s", name, q.query_id, err, exc_info=True)
-                    summary.failed[name].append(q.query_id)
-                    continue
-                if not o.answer.strip():
-                    log.error("%s %s: empty answer from the model; not recorded", name, q.query_id)
-                    summary.failed[name].append(q.query_id)
-                    summary.empty[name].append(q.query_id)
-                    continue
-                row = {"query_id": q.query_id, "experiment": name, "query": q.query,
-                       "retrieved_chunks": [chunk_record(h) for h in o.hits], "llm_answer": o.answer,
-                       "reasoning_steps": o.detail["reasoning"], "ground_truth": q.ground_truth,
-                       "context_reference": q.context_reference, "metadata": {**q.metadata, "query_type": q.query_type},
-                       "retrieval_time_ms": round(o.detail["retrieval_ms"], 3),
-                       "llm_time_ms": round(o.detail["llm_ms"], 3),
-                       "total_time_ms": round((time.perf_counter() - t0) * 1000, 3),
-                       "model": services.model, "dry_run": dry_run, "structured_output": o.detail["structured"]}
-                if o.detail["rerank_ms"] is not None:
-                    row["rerank_time_ms"] = round(o.detail["rerank_ms"], 3)
-                append_result(fh, row)
-                summary.written[name] += 1
-                log.debug("%s %s: chunks=%s", name, q.query_id, [h.id for h in o.hits])
+        files[name] = path.open("a", encoding="utf-8")
+        for q in queries:
+            if q.query_id in done:
+                log.debug("%s: skip %s (already done)", name, q.query_id)
+    # query-major: the pipelines of one query run side by side, a bounded window of queries in flight
+    for i, q in enumerate(queries, 1):
+        for name in experiments:
+            if q.query_id not in done_by[name]:
+                todo.append((i, q, name))
+    lock = threading.Lock()
+    halted: list[RunHalted] = []
+
+    def one(task: tuple[int, QueryInput, str]) -> None:
+        i, q, name = task
+        if halted:
+            return
+        log.info("Processing %s query %d/%d (%s)", name.upper(), i, len(queries), q.query_id)
+        t0 = time.perf_counter()
+        try:
+            o = techniques[name].run(Query(q.query_id, q.query))
+        except LLMError as err:
+            if _critical(err):
+                log.critical("%s %s: %s", name, q.query_id, err)
+                halted.append(RunHalted(f"critical LLM failure (check the API key): {err}"))
+                return
+            log.error("%s %s: permanent failure after retries: %s", name, q.query_id, err, exc_info=True)
+            with lock:
+                summary.failed[name].append(q.query_id)
+            return
+        if not o.answer.strip():
+            log.error("%s %s: empty answer from the model; not recorded", name, q.query_id)
+            with lock:
+                summary.failed[name].append(q.query_id)
+                summary.empty[name].append(q.query_id)
+            return
+        row = {"query_id": q.query_id, "experiment": name, "query": q.query,
+               "retrieved_chunks": [chunk_record(h) for h in o.hits], "llm_answer": o.answer,
+               "reasoning_steps": o.detail["reasoning"], "ground_truth": q.ground_truth,
+               "context_reference": q.context_reference, "metadata": {**q.metadata, "query_type": q.query_type},
+               "retrieval_time_ms": round(o.detail["retrieval_ms"], 3),
+               "llm_time_ms": round(o.detail["llm_ms"], 3),
+               "total_time_ms": round((time.perf_counter() - t0) * 1000, 3),
+               "model": services.model, "dry_run": dry_run, "structured_output": o.detail["structured"]}
+        if o.detail["rerank_ms"] is not None:
+            row["rerank_time_ms"] = round(o.detail["rerank_ms"], 3)
+        with lock:  # one whole fsync'ed line per result, never interleaved
+            append_result(files[name], row)
+            summary.written[name] += 1
+        log.debug("%s %s: chunks=%s", name, q.query_id, [h.id for h in o.hits])
+
+    try:
+        if concurrency <= 1:
+            for task in todo:
+                one(task)
+                if halted:
+                    break
+        else:
+            with ThreadPoolExecutor(max_workers=concurrency) as pool:
+                list(pool.map(one, todo))
+    finally:
+        for fh in files.values():
+            fh.close()
+    if halted:
+        raise halted[0]
     summary.seconds = time.perf_counter() - t_start
     log.info("Done: written=%s failed=%s in %.1fs", summary.written,
              {k: len(v) for k, v in summary.failed.items()}, summary.seconds)

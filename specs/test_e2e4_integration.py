@@ -153,3 +153,45 @@ def test_all_chunks_searchable(embedder, tmp_path, check):
     queries = embedder.encode([texts[i] for i in ids])
     found = [texts[store.search_vector(v, 1)[0].id] == texts[i] for i, v in zip(ids, queries)]
     check("E2E4-FR2-2", float(np.mean(found)), n=len(found), embedder=embedder.name)
+
+
+CONCURRENT_SCRIPT = textwrap.dedent("""
+    import sys, time
+    from harness.retrieval.embed import HashingEmbedder
+    from harness.retrieval.rerank import SentenceMaxSimReranker
+    from harness.llm.client import LLMClient
+    from harness.llm.scripted import register
+    from harness.runner import run_experiments
+    delay = float(sys.argv[3])
+    def slow(messages, params):
+        time.sleep(delay)
+        if "reasoning_steps" in messages[0]["content"]:
+            return '{"reasoning_steps": "Step 1: read [Source 1].", "answer": "from [Source 1]"}'
+        return "answer for " + messages[-1]["content"].split("Question:")[-1].strip() + " [Source 1]"
+    emb = HashingEmbedder(384)
+    llm = LLMClient(register("slow", slow), concurrency=8)
+    run_experiments(sys.argv[1], sys.argv[2], llm=llm, model="scripted/slow", log_dir=sys.argv[2] + "/logs",
+                    embedder=emb, reranker=SentenceMaxSimReranker(emb, sentence_weight=0.0),
+                    concurrency=int(sys.argv[4]))
+""")
+
+
+def test_concurrent_run_kill9_then_resume_leaves_every_query_once(tmp_path):
+    """Three pipelines per query side by side, 6 tasks in flight: kill -9 mid-run, resume, and every file holds
+    every query id exactly once, each line whole."""
+    out = tmp_path / "out"
+    proc = subprocess.Popen([sys.executable, "-c", CONCURRENT_SCRIPT, str(KB), str(out), "0.05", "6"],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline and sum((out / f).read_text().count("\n") for f in FILES.values()
+                                              if (out / f).exists()) < 30:
+        time.sleep(0.05)
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.wait()
+    before = {e: (out / f).read_text().count("\n") if (out / f).exists() else 0 for e, f in FILES.items()}
+    assert 30 <= sum(before.values()) < 450, "killed mid-run"
+    subprocess.run([sys.executable, "-c", CONCURRENT_SCRIPT, str(KB), str(out), "0", "6"], check=True, timeout=300)
+    expected = sorted(q.query_id for q in load_experiment_inputs(KB).queries)
+    for e, f in FILES.items():
+        ids = [json.loads(line)["query_id"] for line in (out / f).read_text().splitlines()]
+        assert sorted(ids) == expected, f"{e}: lost or duplicated results after kill -9 and resume ({before})"

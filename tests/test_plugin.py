@@ -406,8 +406,9 @@ def test_report_dir_outside_the_project_in_both_forms(project: pytest.Pytester, 
     assert (out / "results.json").is_file() and (out / "index.html").is_file()
 
 
-def test_pytest_benchmark_timings_reach_the_report(project: pytest.Pytester):
+def test_pytest_benchmark_timings_reach_the_report(project: pytest.Pytester, monkeypatch: pytest.MonkeyPatch):
     """Timings come from the public `benchmark` fixture of each test, not from pytest-benchmark's internals."""
+    monkeypatch.delenv("PYTEST_XDIST_WORKER", raising=False)  # pytest-benchmark turns itself off under xdist
     project.makepyfile(test_demo=TESTS.format(value=0.5) + textwrap.dedent("""
 
         @pytest.mark.unit

@@ -15,6 +15,7 @@ from pydantic import BaseModel, ValidationError
 from harness.llm._litellm import litellm
 from harness.config import ModelPrice
 from harness.llm.cache import ResponseCache, cache_key
+from harness.llm.limits import AdaptiveLimit, RateWindow
 from harness.types import Trace
 
 T = TypeVar("T", bound=BaseModel)
@@ -69,6 +70,7 @@ class ClientStats:
     calls: int = 0  # requests sent through litellm (cache hits excluded)
     cache_hits: int = 0
     retries: int = 0
+    rate_limited: int = 0  # 429 answers (each lowered the client's concurrency and waited for Retry-After)
     failures: int = 0
     prompt_tokens: int = 0
     completion_tokens: int = 0
@@ -78,6 +80,19 @@ class ClientStats:
     @property
     def tokens_per_second(self) -> float:
         return self.completion_tokens / self.seconds if self.seconds else 0.0
+
+
+def _retry_after(exc: BaseException) -> float | None:
+    """Seconds from a 429's Retry-After header, where the exception carries the response."""
+    for holder in (getattr(exc, "response", None), exc):
+        headers = getattr(holder, "headers", None) or getattr(holder, "litellm_response_headers", None)
+        try:
+            value = headers.get("retry-after") if headers is not None else None
+            if value is not None:
+                return max(0.0, float(value))
+        except (AttributeError, TypeError, ValueError):
+            continue
+    return None
 
 
 def _retryable(exc: BaseException) -> tuple[bool, int | None]:
@@ -130,7 +145,8 @@ class LLMClient:
                  timeout_s: float = 60.0, max_attempts: int = 3, backoff_s: float = 1.0, concurrency: int = 4,
                  cache: ResponseCache | None = None, label: str | None = None,
                  sleep: Callable[[float], None] = time.sleep, extra: dict[str, Any] | None = None,
-                 price: ModelPrice | None = None):
+                 price: ModelPrice | None = None, requests_per_minute: float | None = None,
+                 tokens_per_minute: float | None = None, max_rate_limit_retries: int = 10):
         self.model = model
         self.price = price
         self.label = label or model
@@ -139,8 +155,13 @@ class LLMClient:
         self.cache = cache
         self.extra = dict(extra or {})
         self._sleep = sleep
-        self._sem = threading.BoundedSemaphore(max(1, concurrency))
         self.concurrency = max(1, concurrency)
+        # client-wide limits, shared by every thread: adaptive concurrency (halved by 429s), rpm and tpm windows
+        self.limit = AdaptiveLimit(self.concurrency)
+        self.requests_per_minute, self.tokens_per_minute = requests_per_minute, tokens_per_minute
+        self._rpm = RateWindow(requests_per_minute) if requests_per_minute else None
+        self._tpm = RateWindow(tokens_per_minute) if tokens_per_minute else None
+        self.max_rate_limit_retries = max_rate_limit_retries
         self._lock = threading.Lock()
         self.stats = ClientStats()
 
@@ -152,6 +173,8 @@ class LLMClient:
         return LLMClient(self.model, api_base=self.api_base, api_key=self.api_key, timeout_s=self.timeout_s,
                          max_attempts=self.max_attempts, backoff_s=self.backoff_s, concurrency=self.concurrency,
                          cache=cache, label=self.label, sleep=self._sleep, extra=self.extra,
+                         requests_per_minute=self.requests_per_minute, tokens_per_minute=self.tokens_per_minute,
+                         max_rate_limit_retries=self.max_rate_limit_retries,
                          price=self.price)
 
     # ------------------------------------------------------------------ plain completion
@@ -211,13 +234,20 @@ class LLMClient:
             kwargs["api_key"] = self.api_key
         last: BaseException | None = None
         status: int | None = None
-        for attempt in range(1, self.max_attempts + 1):
+        attempt, waits = 0, 0
+        estimate = sum(len(str(m.get("content", ""))) for m in msgs) / 4 + params.get("max_tokens", 256)
+        while attempt < self.max_attempts:
+            attempt += 1
+            if self._rpm is not None:
+                self._rpm.take(1)
+            if self._tpm is not None:
+                self._tpm.take(estimate)
             t0 = time.perf_counter()
+            self.limit.acquire()
             try:
-                with self._sem:
-                    with self._lock:
-                        self.stats.calls += 1
-                    resp = ll.completion(**kwargs)
+                with self._lock:
+                    self.stats.calls += 1
+                resp = ll.completion(**kwargs)
             except Exception as exc:  # noqa: BLE001 - classified below
                 if _cassette_miss(exc):
                     raise ReplayMiss(
@@ -226,20 +256,35 @@ class LLMClient:
                         "`bash scripts/record-cassettes.sh` (needs `pip install -e '.[local]'`).") from exc
                 retry, status = _retryable(exc)
                 last = exc
+                if status == 429 or isinstance(exc, ll.RateLimitError):
+                    # the whole client slows down; this call waits for Retry-After and does not use an attempt
+                    self.limit.rate_limited(_retry_after(exc) or self.backoff_s)
+                    with self._lock:
+                        self.stats.rate_limited += 1
+                    if waits < self.max_rate_limit_retries:
+                        waits += 1
+                        attempt -= 1
+                        continue
                 if not retry:
                     with self._lock:
                         self.stats.failures += 1
                     raise LLMError(f"{self.label}: {type(exc).__name__}: {exc}", attempts=attempt,
                                    status_code=status) from exc
                 if attempt < self.max_attempts:
-                    delay = self.backoff_s * 2 ** (attempt - 1)
+                    delay = self.backoff_s * 2 ** (attempt - 1)  # 1, 2, 4 s (the SRS's schedule at backoff_s=1)
                     with self._lock:
                         self.stats.retries += 1
                         self.stats.sleeps.append(delay)
                     self._sleep(delay)
                 continue
+            finally:
+                self.limit.release()
+            self.limit.succeeded()
             latency = time.perf_counter() - t0
-            return self._result(resp, latency, attempt)
+            result = self._result(resp, latency, attempt)
+            if self._tpm is not None:  # what the call used beyond the estimate taken up front
+                self._tpm.add(max(0.0, result.prompt_tokens + result.completion_tokens - estimate))
+            return result
         with self._lock:
             self.stats.failures += 1
         raise LLMError(f"{self.label}: failed after {self.max_attempts} attempts: {type(last).__name__}: {last}",

@@ -153,10 +153,14 @@ class Technique:
         res.technique = res.technique or self.name
         return res
 
-    def run_many(self, queries: Iterable[Query | str], *, concurrency: int = 1,
+    def run_many(self, queries: Iterable[Query | str], *, concurrency: int | None = None,
                  progress: Callable[[int, int], None] | None = None) -> list[TechniqueResult]:
-        """Every query, results in input order; `concurrency` > 1 runs that many queries at once."""
+        """Every query, results in input order. `concurrency` queries run at once (default: the LLM client's
+        bound, `harness.llm.concurrency`; 1 for a technique without an LLM); the client's own limit still caps
+        the calls in flight."""
         qs = list(queries)
+        if concurrency is None:
+            concurrency = getattr(self.services.llm, "concurrency", 1) or 1
         done = [0]
 
         def one(q: Query | str) -> TechniqueResult:

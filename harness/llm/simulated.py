@@ -1,0 +1,137 @@
+"""A simulated OpenAI-compatible API on loopback, for measuring how the harness behaves against a live model:
+configurable latency, a requests-per-minute limit (429 with Retry-After), a rate of 500s and token counts,
+deterministic answers. It records every request (arrival time, status, billed tokens).
+
+    with SimulatedAPI(responder, latency_s=0.3, rpm=60, error_rate=0.05) as api:
+        llm = LLMClient("openai/sim", api_base=api.api_base, api_key="sk-sim")
+"""
+from __future__ import annotations
+
+import json
+import math
+import random
+import threading
+import time
+from collections import Counter, deque
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any, Callable
+
+Responder = Callable[[list[dict[str, str]], dict[str, Any]], str]
+
+
+def count_tokens(text: str) -> int:
+    """The simulated tokenizer: one token per 4 characters, at least one per non-empty text."""
+    return max(1, math.ceil(len(text) / 4)) if text else 0
+
+
+@dataclass
+class SimulatedLog:
+    arrivals: list[float] = field(default_factory=list)  # monotonic time of every request received
+    served: list[float] = field(default_factory=list)  # times of requests answered 200
+    statuses: Counter = field(default_factory=Counter)
+    prompt_tokens: int = 0  # billed: requests answered 200 only
+    completion_tokens: int = 0
+
+    def peak_rate(self, window_s: float = 60.0, times: list[float] | None = None) -> int:
+        """The most requests in any window of `window_s` seconds (default: answered requests)."""
+        ts = sorted(self.served if times is None else times)
+        best, j = 0, 0
+        for i, t in enumerate(ts):
+            while ts[j] <= t - window_s:
+                j += 1
+            best = max(best, i - j + 1)
+        return best
+
+
+class SimulatedAPI:
+    def __init__(self, responder: Responder, *, latency_s: float = 0.3, rpm: int | None = None,
+                 error_rate: float = 0.0, seed: int = 0, retry_after_s: float | None = None,
+                 window_s: float = 60.0):
+        self.responder, self.latency_s, self.rpm, self.error_rate = responder, latency_s, rpm, error_rate
+        self.retry_after_s, self.window_s = retry_after_s, window_s
+        self.log = SimulatedLog()
+        self._rng = random.Random(seed)
+        self._lock = threading.Lock()
+        self._window: deque[float] = deque()
+        self._server: ThreadingHTTPServer | None = None
+
+    # ------------------------------------------------------------------ server
+    @property
+    def api_base(self) -> str:
+        assert self._server is not None, "start the simulated API first"
+        return f"http://127.0.0.1:{self._server.server_address[1]}/v1"
+
+    def start(self) -> "SimulatedAPI":
+        api = self
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def log_message(self, *args: Any) -> None:  # quiet
+                pass
+
+            def do_POST(self) -> None:  # noqa: N802 - http.server's naming
+                body = json.loads(self.rfile.read(int(self.headers.get("Content-Length", 0))) or b"{}")
+                status, headers, payload = api._handle(body)
+                data = json.dumps(payload).encode()
+                self.send_response(status)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(data)))
+                for k, v in headers.items():
+                    self.send_header(k, v)
+                self.end_headers()
+                self.wfile.write(data)
+
+        self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self._server.daemon_threads = True
+        threading.Thread(target=self._server.serve_forever, daemon=True).start()
+        return self
+
+    def stop(self) -> None:
+        if self._server is not None:
+            self._server.shutdown()
+            self._server.server_close()
+            self._server = None
+
+    def __enter__(self) -> "SimulatedAPI":
+        return self.start()
+
+    def __exit__(self, *exc: Any) -> None:
+        self.stop()
+
+    # ------------------------------------------------------------------ behaviour
+    def _handle(self, body: dict[str, Any]) -> tuple[int, dict[str, str], dict[str, Any]]:
+        now = time.monotonic()
+        with self._lock:
+            self.log.arrivals.append(now)
+            if self.rpm is not None:
+                while self._window and self._window[0] <= now - self.window_s:
+                    self._window.popleft()
+                if len(self._window) >= self.rpm:
+                    wait = self.retry_after_s if self.retry_after_s is not None else \
+                        self._window[0] + self.window_s - now
+                    self.log.statuses[429] += 1
+                    return 429, {"Retry-After": f"{max(wait, 0.001):.3f}"}, {
+                        "error": {"message": "rate limit exceeded (simulated)", "type": "rate_limit_error"}}
+                self._window.append(now)
+            if self.error_rate and self._rng.random() < self.error_rate:
+                self.log.statuses[500] += 1
+                return 500, {}, {"error": {"message": "internal error (simulated)", "type": "server_error"}}
+        time.sleep(self.latency_s)
+        messages = body.get("messages", [])
+        params = {k: v for k, v in body.items() if k not in ("messages", "model")}
+        text = self.responder(messages, params)
+        pt = sum(count_tokens(str(m.get("content", ""))) for m in messages)
+        ct = count_tokens(text)
+        with self._lock:
+            self.log.statuses[200] += 1
+            self.log.served.append(now)
+            self.log.prompt_tokens += pt
+            self.log.completion_tokens += ct
+        return 200, {}, {
+            "id": f"sim-{len(self.log.arrivals)}", "object": "chat.completion", "created": int(time.time()),
+            "model": body.get("model", "sim"),
+            "choices": [{"index": 0, "finish_reason": "stop", "message": {"role": "assistant", "content": text}}],
+            "usage": {"prompt_tokens": pt, "completion_tokens": ct, "total_tokens": pt + ct},
+        }
