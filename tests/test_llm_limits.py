@@ -73,8 +73,12 @@ def test_rate_window_waits_for_the_oldest_to_leave_the_window():
     win.take()  # the 4th request waits until the first is 60 s old
     assert clock.t == pytest.approx(60.0)
     win.add(2)
-    win.take()  # 1 (t=0 gone) + ... the window now holds 3 + 2 units: waits again
-    assert clock.t > 60.0
+    win.take()  # the window now holds 1 + 2 units: the next waits until t=120
+    assert clock.t == pytest.approx(120.0)
+    slot = win.take()
+    clock.t = 130.0
+    win.settle(slot)  # a call that returned at 130 counts from 130, not from when it left
+    assert slot[0] == 130.0
 
 
 def test_client_honours_retry_after_and_loses_nothing_against_the_simulated_api():

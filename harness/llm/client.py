@@ -235,16 +235,17 @@ class LLMClient:
         last: BaseException | None = None
         status: int | None = None
         attempt, waits = 0, 0
+        slots: list[tuple[RateWindow, list[float]]] = []
         estimate = sum(len(str(m.get("content", ""))) for m in msgs) / 4 + params.get("max_tokens", 256)
         while attempt < self.max_attempts:
             attempt += 1
-            if self._rpm is not None:
-                self._rpm.take(1)
-            if self._tpm is not None:
-                self._tpm.take(estimate)
-            t0 = time.perf_counter()
             self.limit.acquire()
             try:
+                # the rate windows are taken last, right before the request leaves (a slot taken before a wait
+                # would let requests bunch up past the limit), and settled when it returns (see RateWindow)
+                slots = ([(self._rpm, self._rpm.take(1))] if self._rpm is not None else []) + \
+                    ([(self._tpm, self._tpm.take(estimate))] if self._tpm is not None else [])
+                t0 = time.perf_counter()
                 with self._lock:
                     self.stats.calls += 1
                 resp = ll.completion(**kwargs)
@@ -279,6 +280,8 @@ class LLMClient:
                 continue
             finally:
                 self.limit.release()
+                for window, slot in slots:
+                    window.settle(slot)
             self.limit.succeeded()
             latency = time.perf_counter() - t0
             result = self._result(resp, latency, attempt)

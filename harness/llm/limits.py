@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import threading
 import time
-from collections import deque
 from typing import Callable
 
 
@@ -63,7 +62,11 @@ class AdaptiveLimit:
 
 
 class RateWindow:
-    """At most `per_minute` units (requests, or tokens) started in any 60-second window; `take(n)` waits."""
+    """At most `per_minute` units (requests, or tokens) in any 60-second window; `take(n)` waits for room.
+
+    A server counts a request when it arrives, which is after the client took its slot (by the time the HTTP
+    client sent it). `take` returns the slot; `settle(slot)` when the call has returned moves the slot's time
+    to then, which is after the arrival, so the window holds every request at least 60 s past its arrival."""
 
     def __init__(self, per_minute: float, *, window_s: float = 60.0, clock: Callable[[], float] = time.monotonic,
                  sleep: Callable[[float], None] = time.sleep):
@@ -71,31 +74,31 @@ class RateWindow:
             raise ValueError("per_minute must be positive")
         self.per_minute, self.window_s = float(per_minute), window_s
         self._clock, self._sleep = clock, sleep
-        self._events: deque[tuple[float, float]] = deque()
-        self._used = 0.0
+        self._slots: list[list[float]] = []  # [time, units]
         self._lock = threading.Lock()
 
-    def _expire(self, now: float) -> None:
-        while self._events and self._events[0][0] <= now - self.window_s:
-            self._used -= self._events.popleft()[1]
+    def _expire(self, now: float) -> float:
+        self._slots = [s for s in self._slots if s[0] > now - self.window_s]
+        return sum(s[1] for s in self._slots)
 
-    def take(self, n: float = 1.0) -> None:
+    def take(self, n: float = 1.0) -> list[float]:
         n = min(float(n), self.per_minute)  # one request larger than the budget waits for an empty window
         while True:
             with self._lock:
                 now = self._clock()
-                self._expire(now)
-                if self._used + n <= self.per_minute:
-                    self._events.append((now, n))
-                    self._used += n
-                    return
-                wait = self._events[0][0] + self.window_s - now
+                if self._expire(now) + n <= self.per_minute:
+                    slot = [now, n]
+                    self._slots.append(slot)
+                    return slot
+                wait = min(s[0] for s in self._slots) + self.window_s - now
             self._sleep(max(wait, 0.001))
 
-    def add(self, n: float) -> None:
-        """Count `n` more units now without waiting (e.g. the tokens a finished call used)."""
+    def settle(self, slot: list[float]) -> None:
+        """The call that took `slot` has returned: count it from now."""
         with self._lock:
-            now = self._clock()
-            self._expire(now)
-            self._events.append((now, float(n)))
-            self._used += float(n)
+            slot[0] = max(slot[0], self._clock())
+
+    def add(self, n: float) -> None:
+        """Count `n` more units now without waiting (e.g. the tokens a finished call used beyond its estimate)."""
+        with self._lock:
+            self._slots.append([self._clock(), float(n)])
