@@ -7,6 +7,7 @@ import subprocess
 import sys
 import textwrap
 import threading
+import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
@@ -76,11 +77,15 @@ def client(server, **kw) -> tuple[LLMClient, list[float]]:
 
 
 def test_429_then_success_is_retried(fake):
+    """A 429 does not use up an attempt: it halves the client's concurrency and holds every call until
+    Retry-After (here absent, so backoff_s), then the call goes again."""
     server = fake([(429, ""), (200, "hello")])
-    c, sleeps = client(server)
+    c, sleeps = client(server, concurrency=4)
+    t0 = time.monotonic()
     res = c.complete("hi")
-    assert res.text == "hello" and res.attempts == 2 and sleeps == [1.0]
+    assert res.text == "hello" and res.attempts == 1 and sleeps == [] and time.monotonic() - t0 >= 1.0
     assert (res.prompt_tokens, res.completion_tokens) == (7, 3) and c.stats.calls == 2
+    assert c.stats.rate_limited == 1 and c.limit.limit == 2 and c.limit.decreases == 1
 
 
 def test_three_500s_fail_with_backoff_and_caller_continues(fake):
