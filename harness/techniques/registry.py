@@ -22,6 +22,7 @@ time of every LLM call.
 """
 from __future__ import annotations
 
+import threading
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any, Callable, ClassVar, Iterable, Sequence
@@ -161,13 +162,14 @@ class Technique:
         qs = list(queries)
         if concurrency is None:
             concurrency = getattr(self.services.llm, "concurrency", 1) or 1
-        done = [0]
+        done, lock = [0], threading.Lock()
 
         def one(q: Query | str) -> TechniqueResult:
             res = self.run(q)
-            done[0] += 1
-            if progress is not None:
-                progress(done[0], len(qs))
+            with lock:  # queries finish in any order under concurrency; the count stays exact
+                done[0] += 1
+                if progress is not None:
+                    progress(done[0], len(qs))
             return res
 
         if concurrency <= 1 or len(qs) <= 1:
