@@ -14,8 +14,10 @@ from pathlib import Path
 
 import pytest
 
+from harness.config import ModelPrice
 from harness.llm.client import LLMClient
-from harness.llm.simulated import SimulatedAPI
+from harness.llm.simulated import SimulatedAPI, extractive_responder
+from harness.llm.spend import Spend
 from harness.retrieval.embed import HashingEmbedder
 from harness.retrieval.rerank import SentenceMaxSimReranker
 from harness.runner import run_experiments
@@ -129,3 +131,78 @@ def test_client_stays_within_its_rate_limit(fault_study, check):
     f = fault_study
     check("LIVE-RATE-LIMIT", max(f["peaks"]) / RPM, model=MODEL, peak_requests_per_60s=f["peaks"], rpm=RPM,
           statuses=f["statuses"], measured="requests the API received, per client process (before and after the kill)")
+
+
+PRICE = ModelPrice(input_per_mtok=0.15, output_per_mtok=0.60, source="gpt-4o-mini list price, for the simulated API")
+BUDGET_LATENCY_S = 0.05
+
+
+def _study(out: Path, llm: LLMClient, *, concurrency: int = CONCURRENCY):
+    emb = HashingEmbedder(384)
+    return run_experiments(KB, out / "out", llm=llm, model=MODEL, log_dir=out / "logs", embedder=emb,
+                           reranker=SentenceMaxSimReranker(emb, sentence_weight=0.0), db_uri=out / "db",
+                           concurrency=concurrency)
+
+
+@pytest.fixture(scope="module")
+def budget_study(tmp_path_factory):
+    """The E2-E4 study (150 queries x 3) against the simulated API, uncapped, then capped at half of what the
+    uncapped run spent; both at concurrency 8, so the cap is held with calls in flight."""
+    runs = {}
+    with SimulatedAPI(dry_run_responder(), latency_s=BUDGET_LATENCY_S) as api:
+        for mode in ("uncapped", "half"):
+            cap = None if mode == "uncapped" else runs["uncapped"]["spent_usd"] / 2
+            spend = Spend(cap)
+            llm = LLMClient("openai/sim", api_base=api.api_base, api_key="sk-sim", concurrency=CONCURRENCY,
+                            label=MODEL, price=PRICE, spend=spend)
+            served = len(api.log.served)
+            summary = _study(tmp_path_factory.mktemp(f"budget-{mode}"), llm)
+            runs[mode] = {"calls": len(api.log.served) - served, "spent_usd": spend.spent_usd, "cap_usd": cap,
+                          "stopped": summary.budget_stopped, "not_started": summary.not_started,
+                          "written": sum(summary.written.values()), "refused": spend.refused}
+    return runs
+
+
+@pytest.mark.spec("LIVE-BUDGET")
+def test_half_budget_stops_halfway(budget_study, check):
+    full, half = budget_study["uncapped"], budget_study["half"]
+    assert full["written"] == 450 and not full["stopped"]
+    check("LIVE-BUDGET", half["calls"] / full["calls"], model=MODEL, calls_uncapped=full["calls"],
+          calls_with_half_budget=half["calls"], spent_uncapped_usd=full["spent_usd"], cap_usd=half["cap_usd"],
+          spent_capped_usd=half["spent_usd"], results_written=half["written"], not_started=half["not_started"],
+          stopped_by_cap=half["stopped"], concurrency=CONCURRENCY, price=PRICE.model_dump())
+
+
+@pytest.fixture(scope="module")
+def estimate_study(tmp_path_factory):
+    """The estimate `--estimate-cost` prints for the E2-E4 study (a run through the stand-in, counted with
+    gpt-4o-mini's tokenizer), then the real study against the simulated API, which answers in its own words
+    and lengths (an extractive responder) and bills its own token counts (4 characters a token)."""
+    from harness.llm.estimate import EstimatingClient, stand_in_responder
+
+    spend = Spend()
+    estimator = EstimatingClient("openai/gpt-4o-mini", stand_in_responder(), spend=spend, price=PRICE)
+    d = tmp_path_factory.mktemp("estimate")
+    _study(d, estimator, concurrency=1)
+    est = spend.totals()
+    with SimulatedAPI(extractive_responder(), latency_s=BUDGET_LATENCY_S) as api:
+        llm = LLMClient("openai/sim", api_base=api.api_base, api_key="sk-sim", concurrency=CONCURRENCY, label=MODEL,
+                        price=PRICE)
+        _study(tmp_path_factory.mktemp("estimate-real"), llm)
+        billed = PRICE.cost(api.log.prompt_tokens, api.log.completion_tokens)
+        log = api.log
+    return {"estimated_usd": est.cost_usd, "estimated_calls": est.calls, "estimated_prompt_tokens": est.prompt_tokens,
+            "estimated_completion_tokens": est.completion_tokens, "billed_usd": billed,
+            "billed_calls": log.statuses[200], "billed_prompt_tokens": log.prompt_tokens,
+            "billed_completion_tokens": log.completion_tokens, "tokenizer": estimator.tokenizer,
+            "by_experiment": {r.technique: r.cost_usd for r in spend.rows()},
+            "prompt_tokens_ratio": est.prompt_tokens / log.prompt_tokens,
+            "completion_tokens_ratio": est.completion_tokens / log.completion_tokens}
+
+
+@pytest.mark.spec("LIVE-ESTIMATE")
+def test_estimate_against_the_bill(estimate_study, check):
+    e = estimate_study
+    assert e["billed_calls"] == 450
+    check("LIVE-ESTIMATE", e["estimated_usd"] / e["billed_usd"], model=MODEL, **e, price=PRICE.model_dump(),
+          simulated_tokenizer="4 characters per token", estimate_model="openai/gpt-4o-mini")

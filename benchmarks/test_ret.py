@@ -13,6 +13,8 @@ import pytest
 from harness.data import load_experiment_inputs
 from harness.retrieval.index.lancedb_store import LanceStore
 from harness.metrics.text import answer_match
+from harness.parallel import ordered_map
+from harness.progress import progress
 from harness.retrieval import Retriever
 from harness.stats import mcnemar
 from harness.stats.effect import paired_effect, proportion_effect
@@ -49,17 +51,24 @@ def ret_study(uncached_llm, embedder, harness_config, make_technique, tmp_path_f
     variant = "completion" if llm.label.startswith("local/") else harness_config.ret.prompt_variant
     arms = {arm: make_technique("ret", services, enable_ret=arm == "on", prompt_variant=variant)
             for arm in ("off", "on")}
-    rows = []
-    for q, options, gold in mcq:
+    bar = progress("ret study (mcq + open, arms off/on)", len(mcq) + len(open_qa))
+
+    def one_mcq(item) -> list[dict]:
+        q, options, gold = item
+        out = []
         for arm, ret in arms.items():
             trace, t0 = Trace(), time.perf_counter()
             res = ret.run(Query(q.query_id, q.query), trace)
             pick = choose(llm, q.query, options, res.hits, res.detail["table"], trace)
             correct = int(np.argmax(ret.score_options(res, options, pick))) == gold
-            rows.append({"set": "mcq", "arm": arm, "q": q, "res": res.detail["ret"], "options": options,
-                         "gold_index": gold, "run": _run(q.query_id, correct, res.detail["ret"], q,
-                                                         time.perf_counter() - t0, trace)})
-    for q in open_qa:
+            out.append({"set": "mcq", "arm": arm, "q": q, "res": res.detail["ret"], "options": options,
+                        "gold_index": gold, "run": _run(q.query_id, correct, res.detail["ret"], q,
+                                                        time.perf_counter() - t0, trace)})
+        bar.advance()
+        return out
+
+    def one_open(q) -> list[dict]:
+        out = []
         for arm, ret in arms.items():
             trace, t0 = Trace(), time.perf_counter()
             res = ret.run(Query(q.query_id, q.query), trace)
@@ -67,8 +76,16 @@ def ret_study(uncached_llm, embedder, harness_config, make_technique, tmp_path_f
                                   trace=trace).text
             parts = [p.strip() for p in q.ground_truth.split(";")]
             correct = all(answer_match(answer, p) for p in parts)
-            rows.append({"set": "open", "arm": arm, "q": q, "res": res.detail["ret"],
-                         "run": _run(q.query_id, correct, res.detail["ret"], q, time.perf_counter() - t0, trace)})
+            out.append({"set": "open", "arm": arm, "q": q, "res": res.detail["ret"],
+                        "run": _run(q.query_id, correct, res.detail["ret"], q, time.perf_counter() - t0, trace)})
+        bar.advance()
+        return out
+
+    # questions side by side up to the client's bound (1 for the local model: its server answers one at a time);
+    # each question's two arms run one after the other, so its wall time is its own
+    rows = [r for rs in ordered_map(one_mcq, mcq, llm.concurrency) for r in rs]
+    rows += [r for rs in ordered_map(one_open, open_qa, llm.concurrency) for r in rs]
+    bar.close()
     return {"rows": rows, "model": llm.label, "prompt_variant": variant, "price": llm.price,
             "technique": arms["on"].name}
 

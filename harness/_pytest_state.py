@@ -5,12 +5,14 @@ import pytest
 
 from harness.catalogue import TIERS, Catalogue
 from harness.config import HarnessConfig
+from harness.llm.spend import Spend
 from harness.report.collector import Collector
 
 CATALOGUE_KEY = pytest.StashKey[Catalogue]()
 CONFIG_KEY = pytest.StashKey[HarnessConfig]()
 COLLECTOR_KEY = pytest.StashKey[Collector]()
 RESULTS_KEY = pytest.StashKey[dict]()
+SPEND_KEY = pytest.StashKey[Spend]()
 
 
 def catalogue_of(config: pytest.Config) -> Catalogue:
@@ -20,10 +22,21 @@ def catalogue_of(config: pytest.Config) -> Catalogue:
 def harness_config_of(config: pytest.Config) -> HarnessConfig:
     return config.stash[CONFIG_KEY]
 
+
+def spend_of(config: pytest.Config) -> Spend:
+    """The session's LLM spend (and its cap, `--max-cost`), shared by every client the fixtures make."""
+    return config.stash[SPEND_KEY]
+
+
+def estimating(config: pytest.Config) -> bool:
+    """`--estimate-cost`: clients are stand-ins that count, and no verdict is recorded."""
+    return bool(config.getoption("estimate_cost", False))
+
 PROP_SPECS = "harness_specs"
 PROP_RECORD = "harness_record"
 PROP_VERDICT = "harness_verdict"
 PROP_CONTROL = "harness_control"
+PROP_BUDGET = "harness_budget"  # the test was cut short by the run's cost cap
 CONTROL_KEY = pytest.StashKey[dict]()
 ISOLATED_KEY = pytest.StashKey[dict]()
 

@@ -25,6 +25,8 @@ def _run_experiments(args: argparse.Namespace) -> int:
     from contextlib import ExitStack
 
     from harness.llm.client import LLMClient
+    from harness.llm.spend import Spend
+    from harness.progress import ProgressReporter, reporting, write_to
     from harness.runner import RunHalted, run_experiments
 
     from harness.config import ConfigError, load_config
@@ -35,31 +37,72 @@ def _run_experiments(args: argparse.Namespace) -> int:
     except ConfigError as exc:
         print(f"rag-harness: {exc}", file=sys.stderr)
         return 2
+    if args.estimate_cost:
+        return _estimate_experiments(args, config)
     concurrency = args.concurrency or config.harness.llm.concurrency_for(args.model)
+    spend = Spend(args.max_cost if args.max_cost is not None else config.harness.llm.max_cost_usd)
+    # asked for, so shown for every stage, however short
+    reporter = ProgressReporter(write_to(sys.stderr), tty=sys.stderr.isatty(), spend=spend, min_stage_s=0) \
+        if args.progress else None
     with ExitStack() as stack:
         llm = None
-        if not args.dry_run:
-            if args.model.startswith("local/"):
-                from harness.llm.local import LocalModelServer
-
-                server = stack.enter_context(LocalModelServer(args.model.split("/", 1)[1],
-                                                              log_path=Path(args.logs) / "llama_server.log"))
-                llm = LLMClient(server.litellm_model, api_base=server.api_base, api_key="sk-local", label=args.model,
-                                concurrency=concurrency)
-            else:
-                s = config.harness.llm
-                llm = LLMClient(args.model, concurrency=concurrency, requests_per_minute=s.requests_per_minute,
-                                tokens_per_minute=s.tokens_per_minute, timeout_s=s.timeout_s,
-                                max_attempts=s.max_attempts, backoff_s=s.backoff_s, price=s.price_for(args.model))
         try:
-            s = run_experiments(args.kb, args.out, experiments=args.experiments.split(","), dry_run=args.dry_run,
-                                overwrite=args.overwrite, llm=llm, model=args.model, log_dir=args.logs,
-                                limit=args.limit, config=config, concurrency=concurrency)
+            if not args.dry_run:
+                if args.model.startswith("local/"):
+                    from harness.llm.local import LocalModelServer
+
+                    server = stack.enter_context(LocalModelServer(args.model.split("/", 1)[1],
+                                                                  log_path=Path(args.logs) / "llama_server.log"))
+                    llm = LLMClient.from_settings(config.harness.llm, args.model, model=server.litellm_model,
+                                                  api_base=server.api_base, api_key="sk-local",
+                                                  concurrency=concurrency, spend=spend)
+                else:
+                    llm = LLMClient.from_settings(config.harness.llm, args.model, concurrency=concurrency, spend=spend)
+        except ValueError as exc:  # a cost cap on a model without a price
+            print(f"rag-harness: {exc}", file=sys.stderr)
+            return 2
+        try:
+            with reporting(reporter):
+                s = run_experiments(args.kb, args.out, experiments=args.experiments.split(","),
+                                    dry_run=args.dry_run, overwrite=args.overwrite, llm=llm, model=args.model,
+                                    log_dir=args.logs, limit=args.limit, config=config, concurrency=concurrency)
         except RunHalted as err:
             print(f"rag-harness: halted: {err}", file=sys.stderr)
             return 2
+    total = spend.totals()
+    if total.calls:
+        print(f"spent ${total.cost_usd:.4f} on {total.calls} calls ({total.prompt_tokens:,} prompt + "
+              f"{total.completion_tokens:,} completion tokens)", file=sys.stderr)
+    if s.budget_stopped:
+        print(f"rag-harness: stopped by the cost cap (${spend.max_usd}): {s.not_started} result(s) not run; "
+              "run again with a larger --max-cost to finish them (done ones are kept)", file=sys.stderr)
+        return 3
     failed = sum(len(v) for v in s.failed.values())
     return 1 if failed and failed > 0.05 * max(1, sum(s.written.values()) + failed) else 0
+
+
+def _estimate_experiments(args: argparse.Namespace, config) -> int:
+    """--estimate-cost: the study through a stand-in for the model (no call made), then the table."""
+    import tempfile
+
+    from harness.llm.estimate import EstimatingClient, estimate_lines, stand_in_responder
+    from harness.llm.spend import Spend
+    from harness.runner import RunHalted, run_experiments
+
+    spend = Spend()
+    llm = EstimatingClient(args.model, stand_in_responder(), spend=spend,
+                           price=config.harness.llm.price_for(args.model))
+    with tempfile.TemporaryDirectory(prefix="rag-harness-estimate-") as tmp:
+        try:
+            run_experiments(args.kb, Path(tmp) / "out", experiments=args.experiments.split(","), llm=llm,
+                            model=args.model, log_dir=Path(tmp) / "logs", limit=args.limit, config=config,
+                            concurrency=1)
+        except RunHalted as err:
+            print(f"rag-harness: halted: {err}", file=sys.stderr)
+            return 2
+    for line in estimate_lines(spend, args.model, llm.tokenizer, llm.price):
+        print(line)
+    return 0
 
 
 def _eval(args: argparse.Namespace) -> int:
@@ -139,6 +182,14 @@ def main(argv: list[str] | None = None) -> int:
                           "1 for local/*)")
     run.add_argument("--config", default=None, help="wsop.yaml-style configuration (default: ./wsop.yaml if present): "
                                                    "harness.embedder and harness.reranker are read from it")
+    run.add_argument("--estimate-cost", action="store_true",
+                     help="print the expected calls, tokens and dollars per experiment for --model, making no call "
+                          "(a dry run through a stand-in; prices from harness.llm.prices or litellm's bundled map)")
+    run.add_argument("--max-cost", type=float, default=None, metavar="USD",
+                     help="cap on the run's spend: no call starts once spent + in flight would pass it; the run "
+                          "stops with exit code 3 and resumes where it stopped (default: harness.llm.max_cost_usd)")
+    run.add_argument("--progress", action="store_true",
+                     help="a live progress line on stderr (stage, done/total, ETA, tokens, cost)")
     tech = sub.add_parser("techniques", help="list the registered techniques with their parameters")
     tech.add_argument("--plugin", action="append", default=[], metavar="MODULE",
                       help="import MODULE first (one that registers techniques of its own); repeatable")

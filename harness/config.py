@@ -117,6 +117,7 @@ class LLMSettings(_Strict):
     concurrency: int | None = Field(default=None, ge=1)
     requests_per_minute: float | None = Field(default=None, gt=0)  # optional client-side limits
     tokens_per_minute: float | None = Field(default=None, gt=0)
+    max_cost_usd: float | None = Field(default=None, ge=0)  # the run's cost cap (--max-cost): see harness.llm.spend
     cache: bool = True
     api_base: str | None = None
     # model label -> declared price; a model neither here nor priced by litellm has unknown cost (reported)

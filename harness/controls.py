@@ -978,3 +978,28 @@ def _no_retry(mp: Any) -> None:
         return False, status
 
     mp.setattr(client, "_retryable", retryable)
+
+
+@control("budget-cap-ignored", breaks="the run's cost cap never refuses a call (spend is recorded, nothing stops)")
+def _cap_ignored(mp: Any) -> None:
+    from harness.llm import spend
+
+    def reserve(self, usd):
+        with self._lock:
+            self.in_flight_usd += usd
+        return usd
+
+    mp.setattr(spend.Spend, "reserve", reserve)
+
+
+@control("estimate-prompt-tokens-ignored", breaks="the cost estimate counts answers only, not the prompts sent")
+def _estimate_no_prompt(mp: Any) -> None:
+    from harness.llm import estimate
+
+    orig = estimate.token_counter
+
+    def token_counter(model):
+        count, name = orig(model)
+        return (lambda x: count(x) if isinstance(x, str) else 0), name
+
+    mp.setattr(estimate, "token_counter", token_counter)

@@ -11,8 +11,8 @@ from typing import Any, Callable, Iterator
 import pytest
 
 from harness._pytest_state import (
-    CONTROL_KEY, PROP_RECORD, PROP_VERDICT, SpecCheckFailed, SpecInconclusive, catalogue_of, harness_config_of,
-    tiers_of,
+    CONTROL_KEY, PROP_RECORD, PROP_VERDICT, SpecCheckFailed, SpecInconclusive, catalogue_of, estimating,
+    harness_config_of, spend_of, tiers_of,
 )
 from harness.catalogue import Catalogue, Spec
 from harness.report.collector import jsonable
@@ -77,6 +77,8 @@ def check(request: pytest.FixtureRequest) -> Callable[..., Any]:
         from harness.stats.verdict import decide
 
         s = cat[spec_id]
+        if estimating(request.config):  # the stand-in's answers are not the model's: nothing to judge
+            pytest.skip(f"cost estimate run: {s.id} not judged (its LLM calls up to here are counted)")
         effect = value if isinstance(value, Effect) else None
         record: dict[str, Any] = {
             "kind": "check", "spec_id": s.id, "metric": s.metric, "comparator": s.comparator,
@@ -233,12 +235,12 @@ def reranker(embedder, harness_config: HarnessConfig):
 
 # ---------------------------------------------------------------- LLMs
 @pytest.fixture(scope="session")
-def local_llm_server(harness_config: HarnessConfig) -> Iterator[Any]:
+def local_llm_server(request: pytest.FixtureRequest, harness_config: HarnessConfig) -> Iterator[Any]:
     """Start the embedded local model on a free loopback port for the session (local/* models only)."""
     from harness.llm.local import LocalModelServer
 
     model = harness_config.harness.llm.model
-    if not model.startswith("local/"):
+    if not model.startswith("local/") or estimating(request.config):  # a cost estimate calls no model
         yield None
         return
     log = harness_config.harness.report_dir / "llama_server.log"
@@ -248,25 +250,43 @@ def local_llm_server(harness_config: HarnessConfig) -> Iterator[Any]:
 
 
 @pytest.fixture(scope="session")
-def llm(harness_config: HarnessConfig, local_llm_server):
-    """The LLM for the benchmark tier: `--llm MODEL` (any litellm string) or the embedded local model."""
+def llm(pytestconfig: pytest.Config, harness_config: HarnessConfig, local_llm_server):
+    """The LLM for the benchmark tier: `--llm MODEL` (any litellm string) or the embedded local model; under
+    `--estimate-cost` a stand-in for it that counts tokens and calls nothing."""
     from harness.llm.cache import ResponseCache
-    from harness.llm.client import LLMClient
 
     s = harness_config.harness.llm
     cache = ResponseCache(harness_config.harness.cache_dir / "llm") if s.cache else None
-    common = dict(timeout_s=s.timeout_s, max_attempts=s.max_attempts, backoff_s=s.backoff_s,
-                  concurrency=s.concurrency_for(s.model), requests_per_minute=s.requests_per_minute,
-                  tokens_per_minute=s.tokens_per_minute, cache=cache, price=s.price_for(s.model))
     from harness import provenance
 
+    if estimating(pytestconfig):
+        provenance.note_model(s.model, traffic="none (cost estimate)", role="llm")
+        return _client(pytestconfig, harness_config, s.model, cache=None)
     traffic = "live+cache" if cache is not None else "live"
     if local_llm_server is not None:
         provenance.note_model(s.model, traffic=traffic, role="llm", served="local llama.cpp server")
-        return LLMClient(local_llm_server.litellm_model, api_base=local_llm_server.api_base, api_key="sk-local",
-                         label=s.model, **common)
+        return _client(pytestconfig, harness_config, s.model, model=local_llm_server.litellm_model, cache=cache,
+                       api_base=local_llm_server.api_base, api_key="sk-local")
     provenance.note_model(s.model, traffic=traffic, role="llm")
-    return LLMClient(s.model, api_base=s.api_base, **common)
+    return _client(pytestconfig, harness_config, s.model, cache=cache)
+
+
+def _client(pytestconfig: pytest.Config, harness_config: HarnessConfig, label: str, **kw: Any) -> Any:
+    """A client for the model `label` with the run's LLM settings, recording into the session's spend (and held
+    to its cap); under `--estimate-cost` the stand-in that counts instead of calling."""
+    from harness.llm.client import LLMClient
+
+    s = harness_config.harness.llm
+    spend = spend_of(pytestconfig)
+    if estimating(pytestconfig):
+        from harness.llm.estimate import EstimatingClient, stand_in_responder
+
+        return EstimatingClient(label, stand_in_responder(), spend=spend, price=s.price_for(label),
+                                concurrency=s.concurrency_for(label))
+    try:
+        return LLMClient.from_settings(s, label, spend=spend, **kw)
+    except ValueError as exc:  # --max-cost on a model with no price
+        raise pytest.UsageError(f"rag-harness: {exc}") from None
 
 
 @pytest.fixture
@@ -297,23 +317,20 @@ def technique_services(request: pytest.FixtureRequest, harness_config: HarnessCo
 
     return Services(harness_config, factories={"llm": lazy("llm"), "embedder": lazy("embedder"),
                                                "reranker": lazy("reranker")},
-                    llm_for=lambda model: _llm_for(harness_config, model))
+                    llm_for=lambda model: _llm_for(request.config, harness_config, model))
 
 
-def _llm_for(harness_config: HarnessConfig, model: str) -> Any:
+def _llm_for(pytestconfig: pytest.Config, harness_config: HarnessConfig, model: str) -> Any:
     """A client for a technique's own model setting (e.g. `wsop.hyde.llm`), with the run's LLM settings."""
     from harness.llm.cache import ResponseCache
-    from harness.llm.client import LLMClient
 
     from harness import provenance
 
     s = harness_config.harness.llm
-    provenance.note_model(model, traffic="live", role="technique llm")
+    provenance.note_model(model, traffic="none (cost estimate)" if estimating(pytestconfig) else "live",
+                          role="technique llm")
     cache = ResponseCache(harness_config.harness.cache_dir / "llm") if s.cache else None
-    return LLMClient(model, api_base=s.api_base, timeout_s=s.timeout_s, max_attempts=s.max_attempts,
-                     backoff_s=s.backoff_s, concurrency=s.concurrency_for(model), cache=cache,
-                     requests_per_minute=s.requests_per_minute, tokens_per_minute=s.tokens_per_minute,
-                     price=s.price_for(model))
+    return _client(pytestconfig, harness_config, model, cache=cache)
 
 
 @pytest.fixture(scope="session")

@@ -14,8 +14,9 @@ import pytest
 from harness.catalogue import CatalogueError, Spec, load_catalogue
 from harness.config import ConfigError, load_config
 from harness._pytest_state import (  # noqa: F401 - SpecCheckFailed / SpecInconclusive re-exported
-    CATALOGUE_KEY, COLLECTOR_KEY, CONFIG_KEY, CONTROL_KEY, ISOLATED_KEY, PROP_CONTROL, PROP_RECORD, PROP_SPECS,
-    PROP_VERDICT, RESULTS_KEY, SpecCheckFailed, SpecInconclusive, catalogue_of, harness_config_of, tiers_of as _tiers,
+    CATALOGUE_KEY, COLLECTOR_KEY, CONFIG_KEY, CONTROL_KEY, ISOLATED_KEY, PROP_BUDGET, PROP_CONTROL, PROP_RECORD,
+    PROP_SPECS, PROP_VERDICT, RESULTS_KEY, SPEND_KEY, SpecCheckFailed, SpecInconclusive, catalogue_of, estimating,
+    harness_config_of, spend_of, tiers_of as _tiers,
 )
 from harness.fixtures import *  # noqa: F401,F403  (fixtures are registered by being in this namespace)
 from harness.report.collector import Collector, jsonable
@@ -53,6 +54,12 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption("--technique", action="append", default=None, metavar="ROLE=NAME",
                     help="run the claims of ROLE (hyde, crag, rag-fusion, query-rewriting, wsop, e2, e3, e4, ret) "
                          "against the registered technique NAME (e.g. one your conftest registers); repeatable.")
+    group.addoption("--max-cost", action="store", type=float, default=None, metavar="USD",
+                    help="cap on the session's LLM spend: no call starts once spent + in flight would pass it; "
+                         "claims cut short read 'budget' (default: harness.llm.max_cost_usd; per process under xdist).")
+    group.addoption("--estimate-cost", action="store_true", default=False,
+                    help="make no LLM call: run the selected tests through a stand-in for --llm that counts tokens, "
+                         "print the expected calls, tokens and dollars per technique, and judge nothing.")
     parser.addini("spec_files", type="linelist", default=[], help="spec catalogue files or directories.")
     parser.addini("harness_config", type="string", default="", help="wsop.yaml-style configuration file.")
     parser.addini("harness_require_tier", type="bool", default=False,
@@ -98,6 +105,10 @@ def pytest_configure(config: pytest.Config) -> None:
         hc.harness.cache_dir = rootpath / hc.harness.cache_dir
     config.stash[CONFIG_KEY] = hc
     config.stash[COLLECTOR_KEY] = Collector()
+    from harness.llm.spend import Spend
+
+    cap = config.getoption("max_cost")
+    config.stash[SPEND_KEY] = Spend(cap if cap is not None else hc.harness.llm.max_cost_usd)
     from harness import provenance
 
     provenance.note_seed("harness.seed", hc.harness.seed)
@@ -282,16 +293,71 @@ def pytest_collection_finish(session: pytest.Session) -> None:
         session.config.add_cleanup(mp.undo)
 
 
+_SPEND_BEFORE = pytest.StashKey[dict]()
+_SPEND_FIELDS = ("calls", "cached_calls", "prompt_tokens", "completion_tokens", "cost_usd", "unpriced_calls")
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_setup(item: pytest.Item):
+    """Note the session's spend before the test's fixtures run: a study computed in a fixture is the test's."""
+    item.stash[_SPEND_BEFORE] = {(r.technique, r.role, r.model): r for r in spend_of(item.config).rows()}
+    return (yield)
+
+
+def _record_spend(item: pytest.Item) -> None:
+    """What the test (its fixtures' setup and its call) spent on LLM calls, per technique and role, as a record
+    (so it travels across xdist like every other)."""
+    before = item.stash.get(_SPEND_BEFORE, None)
+    if before is None or item.stash.get(CONTROL_KEY, None) is not None:
+        return
+    del item.stash[_SPEND_BEFORE]
+    rows = []
+    for r in spend_of(item.config).rows():
+        b = before.get((r.technique, r.role, r.model))
+        delta = {f: getattr(r, f) - (getattr(b, f) if b else 0) for f in _SPEND_FIELDS}
+        if delta["calls"] or delta["cached_calls"]:
+            rows.append({"technique": r.technique, "role": r.role, "model": r.model, **delta})
+    if rows:
+        item.user_properties.append((PROP_RECORD, json.dumps(jsonable(
+            {"kind": "spend", "nodeid": item.nodeid, "rows": rows}), sort_keys=True)))
+
+
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):
     if call.when == "call":
         _record_benchmark(item)
+    if call.when == "call" or (call.when == "setup" and call.excinfo is not None):
+        _record_spend(item)
     state = item.stash.get(CONTROL_KEY, None)
     if state is not None and call.when == "call" and call.excinfo is not None:
         # an assert, a failed check, pytest.fail or a pytest.raises that did not raise: the test's check failed
         failed_check = call.excinfo.errisinstance((AssertionError, pytest.fail.Exception))
         state["exc"] = "assertion" if failed_check else call.excinfo.typename
-    return (yield)
+    report = yield
+    if call.excinfo is not None and report.failed and call.when in ("setup", "call"):
+        from harness.llm.spend import BudgetExhausted
+
+        if _caused_by(call.excinfo.value, BudgetExhausted):
+            # cut short by the cost cap: neither pass nor fail, the claim reads `budget`
+            report.outcome = "skipped"
+            report.longrepr = (str(item.path), item.location[1] or 0, f"budget: {call.excinfo.value}")
+            report.user_properties.append((PROP_BUDGET, "1"))
+        elif estimating(item.config):
+            report.outcome = "skipped"
+            report.longrepr = (str(item.path), item.location[1] or 0,
+                               f"cost estimate run: the test stopped on the stand-in's answers "
+                               f"({call.excinfo.typename}); its later calls are not counted")
+    return report
+
+
+def _caused_by(exc: BaseException | None, kind: type) -> bool:
+    seen: set[int] = set()
+    while exc is not None and id(exc) not in seen:
+        if isinstance(exc, kind):
+            return True
+        seen.add(id(exc))
+        exc = exc.__cause__ or exc.__context__
+    return False
 
 
 # ---------------------------------------------------------------- collection of results and reports
@@ -321,6 +387,18 @@ class _ReportHooks:
             terminalreporter.section("rag-harness: negative controls")
             for line in control_lines(results["specs"]):
                 terminalreporter.write_line(line)
+        from harness.report.spend import spend_lines
+
+        if estimating(self.config):
+            terminalreporter.section("rag-harness: cost estimate")
+            for line in _estimate_lines(self.config):
+                terminalreporter.write_line(line)
+        else:
+            lines = spend_lines(results.get("spend") or {})
+            if lines:
+                terminalreporter.section("rag-harness: LLM spend")
+                for line in lines:
+                    terminalreporter.write_line(line)
         warn = inconclusive_lines(results["specs"])
         if warn:
             terminalreporter.section("rag-harness: inconclusive claims", sep="-", yellow=True)
@@ -338,8 +416,19 @@ class _ReportHooks:
         if not collector.has_content():
             return
         hc = harness_config_of(self.config)
+        from harness.report.spend import ESTIMATE_FILE, read_estimate, spend_summary
+
+        spend = spend_of(self.config)
+        estimate = None
+        if estimating(self.config):
+            estimate = _estimate_of(self.config)
+            hc.harness.report_dir.mkdir(parents=True, exist_ok=True)
+            (hc.harness.report_dir / ESTIMATE_FILE).write_text(json.dumps(estimate, indent=2), encoding="utf-8")
+        summary = spend_summary(collector.spend(), max_usd=spend.max_usd, refused=spend.refused,
+                                estimate=None if estimate else read_estimate(hc.harness.report_dir))
         results = build_results(collector, catalogue_of(self.config), root=self.config.rootpath,
-                                benchmarks=_benchmark_stats(collector), markexpr=self.config.option.markexpr or "")
+                                benchmarks=_benchmark_stats(collector), markexpr=self.config.option.markexpr or "",
+                                spend=summary, estimate=estimate)
         self.config.stash[RESULTS_KEY] = results
         self.config._harness_report_paths = write_results(results, hc.harness.report_dir)  # type: ignore[attr-defined]
         if self.config.getoption("strict_verdicts") and any(r["verdict"] == "inconclusive" for r in results["specs"]):
@@ -347,6 +436,27 @@ class _ReportHooks:
         if self.config.getoption("negative_controls") and any(
                 (r.get("control") or {}).get("outcome") in ("survived", "crashed", "missing") for r in results["specs"]):
             session.exitstatus = pytest.ExitCode.TESTS_FAILED
+
+
+def _estimate_parts(config: pytest.Config) -> tuple[str, str, Any]:
+    from harness.llm.client import litellm_price
+    from harness.llm.estimate import token_counter
+
+    model = harness_config_of(config).harness.llm.model
+    price = harness_config_of(config).harness.llm.price_for(model) or litellm_price(model)
+    return model, token_counter(model)[1], price
+
+
+def _estimate_of(config: pytest.Config) -> dict[str, Any]:
+    from harness.llm.estimate import estimate_dict
+
+    return estimate_dict(spend_of(config), *_estimate_parts(config))
+
+
+def _estimate_lines(config: pytest.Config) -> list[str]:
+    from harness.llm.estimate import estimate_lines
+
+    return estimate_lines(spend_of(config), *_estimate_parts(config))
 
 
 def _record_benchmark(item: pytest.Item) -> None:
@@ -380,3 +490,39 @@ def pytest_sessionstart(session: pytest.Session) -> None:
     config = session.config
     if not hasattr(config, "workerinput") and not config.pluginmanager.has_plugin("rag-harness-reports"):
         config.pluginmanager.register(_ReportHooks(config), "rag-harness-reports")
+    _install_progress(config)
+
+
+def _install_progress(config: pytest.Config) -> None:
+    """Long stages show one live line in the terminal: in place on a TTY, every ~10% otherwise, none under -q
+    (nor on an xdist worker, whose output nobody sees)."""
+    reporter = config.pluginmanager.get_plugin("terminalreporter")
+    if reporter is None or config.get_verbosity() < 0 or hasattr(config, "workerinput"):
+        return
+    from harness.progress import ProgressReporter, reporting
+
+    capman = config.pluginmanager.get_plugin("capturemanager")
+    tty = bool(getattr(reporter, "isatty", False))
+    import threading
+
+    lock = threading.Lock()
+
+    def write(text: str, final: bool) -> None:
+        with lock:
+            ctx = capman.global_and_fixture_disabled() if capman is not None else _nullcontext()
+            with ctx:
+                if tty:
+                    reporter.write("\r" + text + "\x1b[K" + ("\n" if final else ""), flush=True)
+                else:
+                    reporter.ensure_newline()
+                    reporter.write_line("  " + text)
+
+    cm = reporting(ProgressReporter(write, tty=tty, spend=spend_of(config)))
+    cm.__enter__()
+    config.add_cleanup(lambda: cm.__exit__(None, None, None))
+
+
+def _nullcontext():
+    from contextlib import nullcontext
+
+    return nullcontext()

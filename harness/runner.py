@@ -7,7 +7,6 @@ import logging
 import os
 import threading
 import time
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Sequence
@@ -15,6 +14,9 @@ from typing import Any, Sequence
 from harness.data.experiment import ExperimentInputs, QueryInput, load_experiment_inputs
 from harness.retrieval.index.lancedb_store import LanceStore
 from harness.llm.client import LLMClient, LLMError
+from harness.llm.spend import BudgetExhausted
+from harness.parallel import ordered_map
+from harness.progress import progress
 from harness.config import HarnessConfig
 from harness.retrieval import Retriever
 from harness.techniques.e2e4 import EXPERIMENTS, Services, chunk_record, dry_run_responder, index_kb
@@ -40,6 +42,9 @@ class RunSummary:
     index_seconds: float = 0.0
     chunks: int = 0
     seconds: float = 0.0
+    # the run's cost cap stopped it: results not attempted (resume with a larger --max-cost to finish them)
+    budget_stopped: bool = False
+    not_started: int = 0
 
 
 def file_logger(log_dir: str | Path) -> logging.Logger:
@@ -184,15 +189,25 @@ def run_experiments(kb_dir: str | Path, out_dir: str | Path, *, experiments: Seq
                 todo.append((i, q, name))
     lock = threading.Lock()
     halted: list[RunHalted] = []
+    budget: list[BudgetExhausted] = []
+    bar = progress(f"{'+'.join(experiments)} study", len(todo))
 
     def one(task: tuple[int, QueryInput, str]) -> None:
         i, q, name = task
-        if halted:
+        if halted or budget:
+            with lock:
+                summary.not_started += 1
             return
         log.info("Processing %s query %d/%d (%s)", name.upper(), i, len(queries), q.query_id)
         t0 = time.perf_counter()
         try:
             o = techniques[name].run(Query(q.query_id, q.query))
+        except BudgetExhausted as err:  # the cost cap: this result and every later one are left for a resume
+            log.warning("%s %s: not run, %s", name, q.query_id, err)
+            with lock:
+                budget.append(err)
+                summary.not_started += 1
+            return
         except LLMError as err:
             if _critical(err):
                 log.critical("%s %s: %s", name, q.query_id, err)
@@ -201,12 +216,14 @@ def run_experiments(kb_dir: str | Path, out_dir: str | Path, *, experiments: Seq
             log.error("%s %s: permanent failure after retries: %s", name, q.query_id, err, exc_info=True)
             with lock:
                 summary.failed[name].append(q.query_id)
+            bar.advance()
             return
         if not o.answer.strip():
             log.error("%s %s: empty answer from the model; not recorded", name, q.query_id)
             with lock:
                 summary.failed[name].append(q.query_id)
                 summary.empty[name].append(q.query_id)
+            bar.advance()
             return
         row = {"query_id": q.query_id, "experiment": name, "query": q.query,
                "retrieved_chunks": [chunk_record(h) for h in o.hits], "llm_answer": o.answer,
@@ -221,22 +238,20 @@ def run_experiments(kb_dir: str | Path, out_dir: str | Path, *, experiments: Seq
         with lock:  # one whole fsync'ed line per result, never interleaved
             append_result(files[name], row)
             summary.written[name] += 1
+        bar.advance()
         log.debug("%s %s: chunks=%s", name, q.query_id, [h.id for h in o.hits])
 
     try:
-        if concurrency <= 1:
-            for task in todo:
-                one(task)
-                if halted:
-                    break
-        else:
-            with ThreadPoolExecutor(max_workers=concurrency) as pool:
-                list(pool.map(one, todo))
+        ordered_map(one, todo, concurrency)
     finally:
+        bar.close()
         for fh in files.values():
             fh.close()
     if halted:
         raise halted[0]
+    if budget:
+        summary.budget_stopped = True
+        log.warning("stopped by the cost cap: %d result(s) not run; %s", summary.not_started, budget[0])
     summary.seconds = time.perf_counter() - t_start
     log.info("Done: written=%s failed=%s in %.1fs", summary.written,
              {k: len(v) for k, v in summary.failed.items()}, summary.seconds)

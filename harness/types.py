@@ -4,6 +4,7 @@ from __future__ import annotations
 import threading
 import time
 from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import asdict, dataclass, field
 from typing import Any, Iterator
 
@@ -81,6 +82,11 @@ class Stage:
     detail: dict[str, Any] = field(default_factory=dict)
 
 
+# the stages open in this context, per trace: a task started by `harness.parallel.ordered_map` sees its caller's
+# open stages, so a call made on a worker thread is charged where the caller's own call would be
+_OPEN_STAGES: ContextVar[dict[int, tuple[Stage, ...]] | None] = ContextVar("harness_open_stages", default=None)
+
+
 @dataclass
 class Trace:
     """What a technique did: stages with timings/tokens/cost, and named events (which branch ran).
@@ -90,32 +96,31 @@ class Trace:
 
     stages: list[Stage] = field(default_factory=list)
     events: list[dict[str, Any]] = field(default_factory=list)
-    # open stages per thread: a call made in a worker thread is charged to that thread's innermost stage
-    _open: dict[int, list[Stage]] = field(default_factory=dict, repr=False)
     _lock: Any = field(default_factory=threading.Lock, repr=False, compare=False)
 
-    def _stack(self) -> list[Stage]:
-        return self._open.setdefault(threading.get_ident(), [])
+    def _stack(self) -> tuple[Stage, ...]:
+        return (_OPEN_STAGES.get() or {}).get(id(self), ())
 
     @contextmanager
     def stage(self, name: str, **detail: Any) -> Iterator[Stage]:
-        """Time a block as a stage; LLM calls inside it (from this thread) are charged to it."""
+        """Time a block as a stage; LLM calls inside it (in this context, and in tasks it starts through
+        `harness.parallel.ordered_map`) are charged to it."""
         st = Stage(name=name, detail=dict(detail))
-        stack = self._stack()
-        stack.append(st)
+        opened = _OPEN_STAGES.get() or {}
+        token = _OPEN_STAGES.set({**opened, id(self): opened.get(id(self), ()) + (st,)})
         t0 = time.perf_counter()
         try:
             yield st
         finally:
             st.seconds = time.perf_counter() - t0
-            stack.pop()
+            _OPEN_STAGES.reset(token)
             with self._lock:
                 self.stages.append(st)
             self.event(name, kind="stage")
 
     def record_llm_call(self, prompt_tokens: int, completion_tokens: int, cost_usd: float | None,
                         seconds: float = 0.0) -> None:
-        """Charge one LLM call to this thread's innermost open stage; outside any stage it becomes an `llm`
+        """Charge one LLM call to this context's innermost open stage; outside any stage it becomes an `llm`
         stage of its own that carries the call's wall time (so `seconds()` misses no call). `cost_usd=None`:
         unpriced. Safe to call from several threads at once."""
         stack = self._stack()

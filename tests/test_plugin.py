@@ -419,3 +419,145 @@ def test_pytest_benchmark_timings_reach_the_report(project: pytest.Pytester, mon
     result.assert_outcomes(passed=3)
     bench = json.loads((project.path / "out" / "results.json").read_text())["benchmarks"]
     assert [b["name"] for b in bench] == ["test_timed"] and bench[0]["rounds"] == 5 and bench[0]["median_s"] > 0
+
+
+SPEND_CATALOGUE = """
+specs:
+  - id: COST-001
+    title: Every answer is short
+    marker: unit
+    metric: longest_answer_words
+    comparator: "<="
+    threshold: 5
+    source: demo
+  - id: COST-002
+    title: The offline part holds
+    marker: unit
+    metric: flag
+    comparator: "=="
+    threshold: true
+    source: demo
+  - id: COST-003
+    title: A study computed in a fixture answers
+    marker: unit
+    metric: answers
+    comparator: "=="
+    threshold: 3
+    source: demo
+"""
+
+SPEND_CONFTEST = """
+from harness.llm.scripted import register
+
+register("echo", lambda messages, params: "a short answer")
+"""
+
+SPEND_TESTS = """
+import pytest
+from harness.llm.spend import spending_for
+
+@pytest.mark.spec("COST-001")
+def test_answers(llm, check):
+    with spending_for("echo-technique"):
+        answers = [llm.complete(f"question number {i}", max_tokens=8).text for i in range(10)]
+    check("COST-001", max(len(a.split()) for a in answers))
+
+@pytest.mark.spec("COST-002")
+def test_offline(check):
+    check("COST-002", True)
+
+@pytest.fixture(scope="module")
+def study(llm):
+    with spending_for("fixture-technique"):
+        return [llm.complete(f"study item {i}", max_tokens=8).text for i in range(3)]
+
+@pytest.mark.spec("COST-003")
+def test_study(study, check):
+    check("COST-003", len(study))
+"""
+
+SPEND_CONFIG = """
+harness:
+  llm:
+    model: scripted/echo
+    cache: false
+    prices:
+      scripted/echo: {input_per_mtok: 1000000, output_per_mtok: 1000000, source: "a made-up price: $1 a token"}
+"""
+
+
+@pytest.fixture
+def spend_project(pytester: pytest.Pytester):
+    p = _new_project(pytester, SPEND_CATALOGUE)
+    p.makeconftest(SPEND_CONFTEST)
+    p.makepyfile(test_cost=SPEND_TESTS)
+    (p.path / "cfg.yaml").write_text(SPEND_CONFIG)
+    return p
+
+
+def test_spend_is_reported_per_technique(spend_project: pytest.Pytester):
+    result = spend_project.runpytest_subprocess("--report-dir", "out", "--harness-config", "cfg.yaml")
+    result.assert_outcomes(passed=3)
+    data = json.loads((spend_project.path / "out" / "results.json").read_text())
+    echo, study = data["spend"]["by_technique"]
+    # "question number i" = 3 words, "a short answer" = 3 words (the scripted model counts words): $6 a call
+    assert (echo["technique"], echo["role"], echo["model"], echo["calls"], echo["cost_usd"]) == \
+        ("echo-technique", "pipeline", "scripted/echo", 10, 60.0)
+    assert (study["technique"], study["calls"], study["cost_usd"]) == ("fixture-technique", 3, 18.0)  # in setup
+    assert data["spend"]["by_role"]["pipeline"]["cost_usd"] == 78.0
+    result.stdout.fnmatch_lines(["*rag-harness: LLM spend*", "*pipeline*echo-technique*10*60.0000*"])
+    assert "LLM spend" in (spend_project.path / "out" / "index.html").read_text()
+
+
+def test_max_cost_cuts_claims_short_as_budget(spend_project: pytest.Pytester):
+    result = spend_project.runpytest_subprocess("--report-dir", "out", "--harness-config", "cfg.yaml",
+                                                "--max-cost", "25")
+    result.assert_outcomes(passed=1, skipped=2)  # never failed, never passed
+    data = json.loads((spend_project.path / "out" / "results.json").read_text())
+    rows = {r["id"]: r for r in data["specs"]}
+    assert rows["COST-001"]["verdict"] == "budget" and "cost cap" in rows["COST-001"]["message"]
+    assert rows["COST-002"]["verdict"] == "pass"
+    assert rows["COST-003"]["verdict"] == "budget"  # cut short in its fixture's setup
+    assert data["spend"]["total"]["calls"] == 4 and data["spend"]["refused_calls"] == 2  # 4 x $6 = 24 <= 25
+    result.stdout.fnmatch_lines(["*COST-001*budget*"])
+
+
+def test_estimate_cost_calls_nothing_and_judges_nothing(spend_project: pytest.Pytester):
+    result = spend_project.runpytest_subprocess("--report-dir", "out", "--harness-config", "cfg.yaml",
+                                                "--estimate-cost")
+    result.assert_outcomes(skipped=3)  # no check is judged on a stand-in's answers
+    est = json.loads((spend_project.path / "out" / "estimate.json").read_text())
+    row = est["by_technique"]["echo-technique"]
+    assert row["calls"] == 10 and row["cost_usd"] == row["prompt_tokens"] + row["completion_tokens"]
+    assert row["prompt_tokens"] > 0 and est["model"] == "scripted/echo"
+    rows = {r["id"]: r for r in json.loads((spend_project.path / "out" / "results.json").read_text())["specs"]}
+    assert rows["COST-001"]["verdict"] == "skipped" and "cost estimate" in rows["COST-001"]["message"]
+    result.stdout.fnmatch_lines(["*rag-harness: cost estimate*", "*cost estimate for scripted/echo*no call was made*",
+                                 "*echo-technique*10*"])
+    # a later real run shows the estimate beside the actual
+    spend_project.runpytest_subprocess("--report-dir", "out", "--harness-config", "cfg.yaml")
+    row = json.loads((spend_project.path / "out" / "results.json").read_text())["spend"]["by_technique"][0]
+    assert row["technique"] == "echo-technique" and row["estimated_calls"] == 10 and row["calls"] == 10
+
+
+def test_progress_lines_for_a_technique_loop(pytester: pytest.Pytester):
+    p = _new_project(pytester, SPEND_CATALOGUE.replace("COST-001", "COST-009"))
+    p.makepyfile(test_loop="""
+        import time
+
+        import pytest
+        from harness.progress import progress
+
+        @pytest.mark.unit
+        def test_loop():
+            bar = progress("demo loop", 20)
+            for _ in range(20):
+                time.sleep(0.2)
+                bar.advance()
+        """)
+    result = p.runpytest_subprocess("--spec-coverage", "off")
+    result.stdout.fnmatch_lines(["*demo loop: * elapsed, ETA*", "*demo loop: 20/20 (100%)*"])
+    shown = result.stdout.str().count("demo loop:")  # nothing for the first 2 s, then every 10% (not a TTY)
+    assert 3 <= shown <= 8, result.stdout.str()
+    quiet = p.runpytest_subprocess("-q", "--spec-coverage", "off")
+    assert "demo loop" not in quiet.stdout.str()

@@ -48,6 +48,12 @@ BLOCKS = {
     ("Techniques", "bash", 1): "test_your_own_technique_runs_the_existing_claims",
     ("Recorded traffic", "bash", 0): "exempt: re-recording needs the local extra (llama.cpp); the cassettes it "
                                      "writes are replayed by the integration tier",
+    ("Live models: concurrency, rate limits, cost and progress", "bash", 0):
+        "test_estimate_cost_command_runs",
+    ("Live models: concurrency, rate limits, cost and progress", "bash", 1):
+        "exempt: a live OpenAI run needs a key; the same options run in tests/test_plugin.py "
+        "(test_max_cost_cuts_claims_short_as_budget, test_estimate_cost_calls_nothing_and_judges_nothing)",
+    ("Live models: concurrency, rate limits, cost and progress", "text", 0): "exempt: sample output",
     ("Adding a spec", "yaml", 0): "test_adding_a_spec_example_runs_as_written",
     ("Adding a spec", "python", 0): "test_adding_a_spec_example_runs_as_written",
     ("Verdicts", "python", 0): "test_verdicts_snippet_runs",

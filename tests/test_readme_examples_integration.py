@@ -52,3 +52,18 @@ def test_using_it_in_your_project_example_runs(pytester: pytest.Pytester):
     result.assert_outcomes(passed=1)
     rows = {r["id"]: r for r in json.loads((pytester.path / "out" / "results.json").read_text())["specs"]}
     assert rows["HYDE-002"]["verdict"] == "pass"
+
+
+def test_estimate_cost_command_runs(tmp_path):
+    """The README's `--estimate-cost`, as written, from the repository root: the E2-E4 study through the
+    stand-in (real embedder and reranker, no call made), one row per experiment, priced from litellm's map."""
+    import re
+
+    from tests.test_readme_examples import _run
+
+    out = _run(_blocks("Live models: concurrency, rate limits, cost and progress", "bash")[0].strip(), ROOT)
+    assert "cost estimate for openai/gpt-4o-mini" in out and "no call was made" in out
+    assert "litellm cost map" in out
+    for name in ("e2-standard", "e3-filtered", "e4-reasoning"):
+        m = re.search(rf"^{name}\s+(\d+)\s+([\d,]+)\s+([\d,]+)\s+(\d+\.\d+)$", out, flags=re.M)
+        assert m and int(m.group(1)) >= 150 and float(m.group(4)) > 0, out

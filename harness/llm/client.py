@@ -1,11 +1,11 @@
 """One LLM client over litellm: timeouts, retries with exponential backoff, structured output with
-one repair retry, per-call accounting into the Trace, a concurrency limit and an on-disk cache."""
+one repair retry, per-call accounting into the Trace and the run's Spend (which may cap it), client-wide
+concurrency and rate limits, and an on-disk cache."""
 from __future__ import annotations
 
 import json
 import threading
 import time
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any, Callable, Sequence, TypeVar
 
@@ -13,9 +13,11 @@ import numpy as np
 from pydantic import BaseModel, ValidationError
 
 from harness.llm._litellm import litellm
-from harness.config import ModelPrice
+from harness.config import LLMSettings, ModelPrice
 from harness.llm.cache import ResponseCache, cache_key
 from harness.llm.limits import AdaptiveLimit, RateWindow
+from harness.llm.spend import BudgetExhausted, Spend
+from harness.parallel import ordered_map
 from harness.types import Trace
 
 T = TypeVar("T", bound=BaseModel)
@@ -134,6 +136,18 @@ def extract_json(text: str) -> str:
     raise ValueError("unbalanced JSON in the output")
 
 
+def litellm_price(model: str) -> ModelPrice | None:
+    """The model's price from litellm's bundled cost map (read locally, never fetched), None when it has none."""
+    try:
+        info = litellm().get_model_info(model)
+    except Exception:  # noqa: BLE001 - litellm raises for models it does not know
+        return None
+    inp, out = info.get("input_cost_per_token"), info.get("output_cost_per_token")
+    if inp is None or out is None:
+        return None
+    return ModelPrice(input_per_mtok=float(inp) * 1e6, output_per_mtok=float(out) * 1e6, source="litellm cost map")
+
+
 class LLMClient:
     """`complete()` for text, `structured()` for validated pydantic output, `complete_many()` in parallel.
 
@@ -146,9 +160,11 @@ class LLMClient:
                  cache: ResponseCache | None = None, label: str | None = None,
                  sleep: Callable[[float], None] = time.sleep, extra: dict[str, Any] | None = None,
                  price: ModelPrice | None = None, requests_per_minute: float | None = None,
-                 tokens_per_minute: float | None = None, max_rate_limit_retries: int = 10):
+                 tokens_per_minute: float | None = None, max_rate_limit_retries: int = 10,
+                 spend: Spend | None = None, role: str = "pipeline"):
         self.model = model
         self.price = price
+        self.spend, self.role = spend, role
         self.label = label or model
         self.api_base, self.api_key = api_base, api_key
         self.timeout_s, self.max_attempts, self.backoff_s = timeout_s, max_attempts, backoff_s
@@ -164,6 +180,26 @@ class LLMClient:
         self.max_rate_limit_retries = max_rate_limit_retries
         self._lock = threading.Lock()
         self.stats = ClientStats()
+        self._answered = 0
+        self._completion_mean: float | None = None  # observed completion tokens per call, for cost reservations
+        if spend is not None and spend.max_usd is not None and self.unit_price() is None:
+            raise ValueError(f"{self.label}: cannot cap the run's cost at ${spend.max_usd}: no price is known for "
+                             "this model (declare one under harness.llm.prices)")
+
+    @classmethod
+    def from_settings(cls, settings: LLMSettings, label: str, *, model: str | None = None,
+                      cache: ResponseCache | None = None, **overrides: Any) -> "LLMClient":
+        """A client with the configuration's LLM settings (`harness.llm`) for the model `label`: its price and
+        concurrency bound are looked up under that label. `model` is the litellm string where it differs (a
+        local server's); `overrides` replace any other argument."""
+        kw: dict[str, Any] = dict(api_base=settings.api_base, timeout_s=settings.timeout_s,
+                                  max_attempts=settings.max_attempts, backoff_s=settings.backoff_s,
+                                  concurrency=settings.concurrency_for(label),
+                                  requests_per_minute=settings.requests_per_minute,
+                                  tokens_per_minute=settings.tokens_per_minute, cache=cache,
+                                  price=settings.price_for(label), label=label)
+        kw.update(overrides)
+        return cls(model or label, **kw)
 
     def __repr__(self) -> str:
         return f"LLMClient({self.label!r})"
@@ -175,7 +211,24 @@ class LLMClient:
                          cache=cache, label=self.label, sleep=self._sleep, extra=self.extra,
                          requests_per_minute=self.requests_per_minute, tokens_per_minute=self.tokens_per_minute,
                          max_rate_limit_retries=self.max_rate_limit_retries,
-                         price=self.price)
+                         price=self.price, spend=self.spend, role=self.role)
+
+    def unit_price(self) -> ModelPrice | None:
+        """USD per million tokens: the declared price, else litellm's bundled cost map (read locally), else None."""
+        if self.price is not None:
+            return self.price
+        if not hasattr(self, "_map_price"):
+            self._map_price = litellm_price(self.model)
+        return self._map_price
+
+    def estimated_cost(self, prompt_tokens: float, max_tokens: int) -> float:
+        """What one call is expected to cost before it is made: its prompt, and the completion length seen so
+        far on this client (`max_tokens` before the first answer)."""
+        price = self.unit_price()
+        if price is None:
+            return 0.0
+        completion = min(max_tokens, self._completion_mean) if self._completion_mean is not None else max_tokens
+        return price.cost(int(prompt_tokens), int(round(completion)))
 
     # ------------------------------------------------------------------ plain completion
     @staticmethod
@@ -203,6 +256,9 @@ class LLMClient:
                                 cost, hit["latency_s"], cached=True)
                 with self._lock:
                     self.stats.cache_hits += 1
+                if self.spend is not None:
+                    self.spend.record(model=self.label, role=self.role, prompt_tokens=res.prompt_tokens,
+                                      completion_tokens=res.completion_tokens, cost_usd=res.cost_usd, cached=True)
                 if trace is not None:
                     trace.record_llm_call(res.prompt_tokens, res.completion_tokens, res.cost_usd,
                                           seconds=time.perf_counter() - t0)
@@ -236,11 +292,15 @@ class LLMClient:
         status: int | None = None
         attempt, waits = 0, 0
         slots: list[tuple[RateWindow, list[float]]] = []
-        estimate = sum(len(str(m.get("content", ""))) for m in msgs) / 4 + params.get("max_tokens", 256)
+        prompt_estimate = sum(len(str(m.get("content", ""))) for m in msgs) / 4
+        estimate = prompt_estimate + params.get("max_tokens", 256)
         while attempt < self.max_attempts:
             attempt += 1
             self.limit.acquire()
+            held, answered = None, False
             try:
+                if self.spend is not None:  # the cap: a call that could pass it is never started
+                    held = self.spend.reserve(self.estimated_cost(prompt_estimate, params.get("max_tokens", 256)))
                 # the rate windows are taken last, right before the request leaves (a slot taken before a wait
                 # would let requests bunch up past the limit), and settled when it returns (see RateWindow)
                 slots = ([(self._rpm, self._rpm.take(1))] if self._rpm is not None else []) + \
@@ -249,6 +309,9 @@ class LLMClient:
                 with self._lock:
                     self.stats.calls += 1
                 resp = ll.completion(**kwargs)
+                answered = True
+            except BudgetExhausted:
+                raise
             except Exception as exc:  # noqa: BLE001 - classified below
                 if _cassette_miss(exc):
                     raise ReplayMiss(
@@ -282,9 +345,17 @@ class LLMClient:
                 self.limit.release()
                 for window, slot in slots:
                     window.settle(slot)
+                slots = []
+                if held is not None and not answered:  # a failed request is not billed
+                    self.spend.settle(held, 0.0)
             self.limit.succeeded()
             latency = time.perf_counter() - t0
             result = self._result(resp, latency, attempt)
+            if self.spend is not None:
+                if held is not None:
+                    self.spend.settle(held, result.cost_usd)
+                self.spend.record(model=self.label, role=self.role, prompt_tokens=result.prompt_tokens,
+                                  completion_tokens=result.completion_tokens, cost_usd=result.cost_usd)
             if self._tpm is not None:  # what the call used beyond the estimate taken up front
                 self._tpm.add(max(0.0, result.prompt_tokens + result.completion_tokens - estimate))
             return result
@@ -303,6 +374,9 @@ class LLMClient:
             self.stats.prompt_tokens += pt
             self.stats.completion_tokens += ct
             self.stats.seconds += latency
+            self._answered += 1
+            mean = self._completion_mean or 0.0
+            self._completion_mean = mean + (ct - mean) / self._answered
         return LLMResult(text, getattr(resp, "model", self.model) or self.model, pt, ct, cost, latency, attempts=attempt)
 
     # ------------------------------------------------------------------ structured output
@@ -337,8 +411,7 @@ class LLMClient:
             except LLMError as err:
                 return err
 
-        with ThreadPoolExecutor(max_workers=self.concurrency) as pool:
-            return list(pool.map(one, prompts))
+        return ordered_map(one, prompts, self.concurrency)
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
         """Embeddings through litellm, for models that offer them."""

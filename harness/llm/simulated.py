@@ -67,6 +67,9 @@ class SimulatedAPI:
 
         class Handler(BaseHTTPRequestHandler):
             protocol_version = "HTTP/1.1"
+            # headers and body leave in two writes: with Nagle's algorithm on, the body would wait for the
+            # client's delayed ACK (~40 ms a call on Linux), latency the API is not configured to have
+            disable_nagle_algorithm = True
 
             def log_message(self, *args: Any) -> None:  # quiet
                 pass
@@ -135,3 +138,23 @@ class SimulatedAPI:
             "choices": [{"index": 0, "finish_reason": "stop", "message": {"role": "assistant", "content": text}}],
             "usage": {"prompt_tokens": pt, "completion_tokens": ct, "total_tokens": pt + ct},
         }
+
+
+def extractive_responder(words: int = 45) -> Responder:
+    """Answers the way a small model often does: the opening words of the first source in the prompt (JSON with
+    reasoning steps where the system prompt asks for them). Deterministic, and unlike the dry-run stand-in the
+    cost estimate uses, so an estimate checked against it is not checked against itself."""
+    import re
+
+    def respond(messages: list[dict[str, str]], params: dict[str, Any]) -> str:
+        system = next((m["content"] for m in messages if m.get("role") == "system"), "")
+        user = messages[-1]["content"] if messages else ""
+        m = re.search(r"\[Source 1:[^\]]*\]\s*(.*?)(?:\[Source 2:|$)", user, re.S)
+        passage = " ".join((m.group(1) if m else user).split()[:words])
+        answer = f"According to the sources, {passage} [Source 1]"
+        if "reasoning_steps" in system:
+            return json.dumps({"reasoning_steps": f"Step 1: Source 1 says {passage[:120]}. Step 2: answer from it.",
+                               "answer": answer})
+        return answer
+
+    return respond

@@ -55,11 +55,11 @@ class Collector:
         entry = self.outcomes.setdefault(nodeid, {"nodeid": nodeid, "spec_id": spec_id, "tier": tier,
                                                    "outcome": "passed", "duration_s": 0.0, "message": ""})
         entry["duration_s"] += float(getattr(report, "duration", 0.0) or 0.0)
-        outcome = _outcome(report)
+        outcome = "budget" if any(n == "harness_budget" for n, _ in report.user_properties) else _outcome(report)
         if outcome != "passed" or report.when == "call":
             if entry["outcome"] in ("passed",) or outcome in ("failed", "error"):
                 entry["outcome"] = outcome
-                if outcome in ("failed", "error", "xfailed", "skipped"):
+                if outcome in ("failed", "error", "xfailed", "skipped", "budget"):
                     entry["message"] = _short_message(report)
 
     def has_content(self) -> bool:
@@ -70,6 +70,10 @@ class Collector:
 
     def measures(self) -> list[dict[str, Any]]:
         return [r for r in self.records if r.get("kind") == "measure"]
+
+    def spend(self) -> list[dict[str, Any]]:
+        """Per-test spend rows (technique, role, model, calls, tokens, cost), every test's in one list."""
+        return [row for r in self.records if r.get("kind") == "spend" for row in r["rows"]]
 
 
 def _outcome(report: Any) -> str:

@@ -17,7 +17,7 @@ td.num{text-align:right;font-variant-numeric:tabular-nums}.muted{color:#6b7585}
 .v-pass{background:#d9f2df;color:#145a26}.v-fail{background:#fadadd;color:#8a1421}.v-error{background:#fde2c8;color:#7a3b00}
 .v-xfail{background:#eee6fa;color:#4b2a86}.v-skipped,.v-not-run{background:#eceff3;color:#4e5866}
 .v-supported{background:#d9f2df;color:#145a26}.v-refuted{background:#fadadd;color:#8a1421}
-.v-inconclusive{background:#fff1c2;color:#6b5200}tr.sub td:first-child{padding-left:22px}
+.v-inconclusive{background:#fff1c2;color:#6b5200}.v-budget{background:#dde9f7;color:#1f4a7a}tr.sub td:first-child{padding-left:22px}
 dl.prov{display:grid;grid-template-columns:max-content 1fr;gap:2px 12px;font-size:12px}dl.prov dt{font-weight:600}
 dl.prov dd{margin:0;overflow-wrap:anywhere}
 .counts span{margin-right:12px}.msg{max-width:420px;overflow-wrap:anywhere;font-size:12px}
@@ -257,6 +257,38 @@ def _bench_table(benchmarks: list[dict[str, Any]]) -> str:
             f"<th>stddev s</th><th>rounds</th></tr>{rows}</table>")
 
 
+def _spend_table(spend: dict[str, Any], estimate: dict[str, Any] | None) -> str:
+    """LLM spend per technique and role (pipeline apart from judge), with the estimate beside it where one was
+    made for the same model; for an --estimate-cost run, the estimate alone."""
+    if estimate:
+        rows = "".join(f"<tr><td>{_e(t)}</td><td class=num>{_e(v['calls'])}</td><td class=num>{_e(v['prompt_tokens'])}"
+                       f"</td><td class=num>{_e(v['completion_tokens'])}</td><td class=num>{_e(v['cost_usd'])}</td></tr>"
+                       for t, v in sorted(estimate.get("by_technique", {}).items()))
+        return (f"<h2>Cost estimate ({_e(estimate.get('model'))}; no call made)</h2>"
+                f"<p class=muted>Tokens by {_e(estimate.get('tokenizer'))}; answers from a stand-in, so completion "
+                "lengths and answer-dependent branches are assumptions.</p><table><tr><th>technique</th><th>calls</th>"
+                f"<th>prompt tokens</th><th>completion tokens</th><th>USD</th></tr>{rows}</table>")
+    by = spend.get("by_technique") or []
+    if not by:
+        return ""
+    has_est = any("estimated_calls" in r for r in by)
+    head = ("<tr><th>role</th><th>technique</th><th>model</th><th>calls</th><th>cached</th><th>prompt tokens</th>"
+            "<th>completion tokens</th><th>USD</th>" + ("<th>est. calls</th><th>est. USD</th>" if has_est else "")
+            + "</tr>")
+    rows = "".join(
+        f"<tr><td>{_e(r['role'])}</td><td>{_e(r['technique'])}</td><td>{_e(r['model'])}</td>"
+        f"<td class=num>{_e(r['calls'])}</td><td class=num>{_e(r['cached_calls'])}</td>"
+        f"<td class=num>{_e(r['prompt_tokens'])}</td><td class=num>{_e(r['completion_tokens'])}</td>"
+        f"<td class=num>{_e(r['cost_usd'])}{' + unpriced ' + str(r['unpriced_calls']) if r['unpriced_calls'] else ''}"
+        "</td>" + (f"<td class=num>{_e(r.get('estimated_calls'))}</td><td class=num>{_e(r.get('estimated_cost_usd'))}"
+                   "</td>" if has_est else "") + "</tr>" for r in by)
+    roles = " · ".join(f"{escape(k)}: ${v['cost_usd']:.4f} over {v['calls']} calls"
+                       for k, v in (spend.get("by_role") or {}).items())
+    cap = (f" · cap ${spend['max_usd']}, {spend.get('refused_calls', 0)} call(s) refused"
+           if spend.get("max_usd") is not None else "")
+    return f"<h2>LLM spend</h2><p class=muted>{roles}{escape(cap)}</p><table>{head}{rows}</table>"
+
+
 def render_html(results: dict[str, Any]) -> str:
     run = results.get("run", {})
     specs = [r for r in results.get("specs", []) if r["verdict"] != "not run"]
@@ -277,7 +309,7 @@ def render_html(results: dict[str, Any]) -> str:
         '<p class=muted>Comparative claims read <b>supported</b> (the whole interval satisfies the claim, or the '
         "declared test is significant after Holm), <b>refuted</b> (the whole interval violates it) or "
         "<b>inconclusive</b> (the data cannot tell; queries needed says how many would). Other claims read pass/fail "
-        "on their value.</p>",
+        "on their value. <b>budget</b>: the run's cost cap cut the claim short, so it has no verdict.</p>",
         _spec_table(specs),
     ]
     forest = forest_plot(specs)
@@ -290,6 +322,7 @@ def render_html(results: dict[str, Any]) -> str:
         body += ["<h2>Retrieval quality by technique</h2>", charts]
     if lat:
         body += ["<h2>Latency ratios (dashed line: 1.0×)</h2>", lat]
+    body += [_spend_table(results.get("spend") or {}, results.get("estimate"))]
     body += ["<h2>All figures</h2>", _measure_table(measures), _bench_table(results.get("benchmarks", []))]
     prov = _provenance(results.get("provenance") or {})
     if prov:

@@ -19,7 +19,7 @@ from harness.report.collector import Collector
 from harness.stats.effect import Effect
 from harness.stats.verdict import decide
 
-VERDICT_ORDER = ("refuted", "fail", "error", "inconclusive", "supported", "pass", "property", "xfail", "skipped",
+VERDICT_ORDER = ("refuted", "fail", "error", "budget", "inconclusive", "supported", "pass", "property", "xfail", "skipped",
                  "not run")
 CONTROL_ORDER = ("killed", "crashed", "survived", "missing", "property", "skipped")
 _RANK = {v: i for i, v in enumerate(VERDICT_ORDER)}
@@ -173,12 +173,16 @@ def _finish(row: dict[str, Any], spec: Spec) -> None:
             verdict = "error" if spec.comparative or "error" in kinds else "fail"
         if "xpassed" in kinds:
             verdict = "fail"
+        if "budget" in kinds and verdict not in ("refuted", "fail", "error"):
+            verdict = "budget"  # cut short by the cost cap: what was decided before it is not the claim's verdict
     else:
         overall = ""
         if "failed" in kinds or "xpassed" in kinds:
             verdict = "error" if spec.comparative else "fail"
         elif "error" in kinds:
             verdict = "error"
+        elif "budget" in kinds:
+            verdict = "budget"
         elif "passed" in kinds:
             verdict = "pass" if not spec.comparative else "error"
         elif "xfailed" in kinds:

@@ -27,7 +27,8 @@ def git_commit(root: Path) -> str | None:
 
 
 def build_results(collector: Collector, catalogue: Catalogue, *, root: Path,
-                  benchmarks: list[dict[str, Any]] | None = None, markexpr: str = "") -> dict[str, Any]:
+                  benchmarks: list[dict[str, Any]] | None = None, markexpr: str = "",
+                  spend: dict[str, Any] | None = None, estimate: dict[str, Any] | None = None) -> dict[str, Any]:
     """The results document. Everything outside `run`, `provenance` and `benchmarks` is independent of timing
     and order."""
     key = lambda r: (r.get("nodeid", ""), json.dumps(r, sort_keys=True))  # noqa: E731
@@ -43,6 +44,8 @@ def build_results(collector: Collector, catalogue: Catalogue, *, root: Path,
         "tests": sorted(collector.outcomes.values(), key=lambda o: o["nodeid"]),
         "controls": sorted(collector.controls.values(), key=lambda c: c["nodeid"]),
         "benchmarks": sorted(benchmarks or [], key=lambda b: b.get("fullname", "")),
+        "spend": spend or {},
+        **({"estimate": estimate} if estimate else {}),
     })
 
 

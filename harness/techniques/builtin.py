@@ -33,9 +33,7 @@ class _PlainRetrieval(Technique):
         qs = [q if isinstance(q, Query) else Query(id=str(q), text=str(q)) for q in queries]
         if not qs:
             return []
-        trace = Trace()
-        with trace.stage("retrieve", n=len(qs)):
-            all_hits = self.retriever.retrieve_many([q.text for q in qs], self.params.k)
+        all_hits = self.retriever.retrieve_many([q.text for q in qs], self.params.k)
         if progress is not None:
             progress(len(qs), len(qs))
         return [self.result(q, hits, Trace()) for q, hits in zip(qs, all_hits)]

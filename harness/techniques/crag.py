@@ -5,9 +5,9 @@ from __future__ import annotations
 import json
 import re
 import urllib.parse
+import urllib.request
 from contextlib import contextmanager
 from contextvars import ContextVar
-import urllib.request
 from dataclasses import dataclass, field
 from typing import Callable, Iterator, Protocol, Sequence
 

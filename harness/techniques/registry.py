@@ -23,13 +23,15 @@ time of every LLM call.
 from __future__ import annotations
 
 import threading
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any, Callable, ClassVar, Iterable, Sequence
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from harness.config import ConfigError, HarnessConfig
+from harness.llm.spend import spending_for
+from harness.parallel import ordered_map
+from harness.progress import progress as stage_progress
 from harness.types import Hit, Query, Trace
 
 
@@ -150,7 +152,8 @@ class Technique:
 
     def run(self, query: Query | str, trace: Trace | None = None) -> TechniqueResult:
         q = query if isinstance(query, Query) else Query(id=str(query), text=str(query))
-        res = self._run(q, trace if trace is not None else Trace())
+        with spending_for(self.name):
+            res = self._run(q, trace if trace is not None else Trace())
         res.technique = res.technique or self.name
         return res
 
@@ -163,6 +166,7 @@ class Technique:
         if concurrency is None:
             concurrency = getattr(self.services.llm, "concurrency", 1) or 1
         done, lock = [0], threading.Lock()
+        bar = stage_progress(self.label, len(qs))
 
         def one(q: Query | str) -> TechniqueResult:
             res = self.run(q)
@@ -170,12 +174,13 @@ class Technique:
                 done[0] += 1
                 if progress is not None:
                     progress(done[0], len(qs))
+            bar.advance()
             return res
 
-        if concurrency <= 1 or len(qs) <= 1:
-            return [one(q) for q in qs]
-        with ThreadPoolExecutor(max_workers=min(concurrency, len(qs))) as pool:
-            return list(pool.map(one, qs))
+        try:
+            return ordered_map(one, qs, concurrency)
+        finally:
+            bar.close()
 
     def _run(self, query: Query, trace: Trace) -> TechniqueResult:
         raise NotImplementedError

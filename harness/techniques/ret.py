@@ -19,6 +19,7 @@ from pydantic import BaseModel, ValidationError
 
 from harness.config import ModelPrice, RetSettings
 from harness.llm.client import LLMClient, extract_json
+from harness.parallel import ordered_map
 from harness.prompts import load_prompts, render
 from harness.techniques.generation import try_complete
 from harness.techniques.parsing import CONTENT_STOPWORDS, clean_item
@@ -135,11 +136,16 @@ def extract_fingerprints(hypotheses: Sequence[Hypothesis], question: str, llm: L
 def _fingerprints_per_hypothesis(hypotheses: Sequence[Hypothesis], question: str, llm: LLMClient, k: int,
                                  trace: Trace) -> dict[str, list[str]]:
     template = load_prompts("ret")["completion"]["fingerprints"]
+
+    def ask(h: Hypothesis) -> str | None:
+        return try_complete(llm, render(template, question=question, hypothesis=h.hypothesis), max_tokens=96,
+                            stop=["\n\n"], trace=trace, error_event="ret_llm_error")
+
     out: dict[str, list[str]] = {}
     with trace.stage("ret_fingerprints"):
-        for h in hypotheses:
-            text = try_complete(llm, render(template, question=question, hypothesis=h.hypothesis), max_tokens=96,
-                                stop=["\n\n"], trace=trace, error_event="ret_llm_error")
+        # one call per hypothesis, side by side up to the client's concurrency bound (1 for a local model)
+        texts = ordered_map(ask, hypotheses, getattr(llm, "concurrency", 1))
+        for h, text in zip(hypotheses, texts):
             if text is None:
                 continue
             facts: list[str] = []

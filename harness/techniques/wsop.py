@@ -141,6 +141,13 @@ class WSOPPipeline:
             return None
         return self.hyde.expand(text, trace).vector
 
+    def _retrieve(self, text: str, vector, trace: Trace) -> list[Hit]:
+        """Top-k for HyDE's vector, or for the text itself when there is none (HyDE disabled)."""
+        with trace.stage("retrieve"):
+            if vector is None:
+                return self.retriever.retrieve(text, self.top_k)
+            return self.retriever.retrieve_vector(vector, self.top_k, query=text)
+
     def _correct(self, query: str, results: list[Hit], trace: Trace, *, refine: bool) -> list[Hit]:
         """CRAG's correction (and, where asked, its refinement of what is not CORRECT)."""
         if not self.config.crag.enabled:
@@ -164,10 +171,7 @@ class WSOPPipeline:
                 results = self.retriever.retrieve(query, self.top_k)
         elif complexity == "moderate":
             vector = self._expand(query, trace)
-            with trace.stage("retrieve"):
-                results = (self.retriever.retrieve(query, self.top_k) if vector is None else
-                           self.retriever.retrieve_vector(vector, self.top_k, query=query))
-            results = self._correct(query, results, trace, refine=False)
+            results = self._correct(query, self._retrieve(query, vector, trace), trace, refine=False)
         else:
             if self.config.query_rewriting.enabled:
                 rewritten = self.rewriter.rewrite(query, trace=trace)
@@ -181,9 +185,7 @@ class WSOPPipeline:
                 results = fused.hits[: self.config.rag_fusion.final_top_k]
             else:
                 self._skipped("rag_fusion", trace)
-                with trace.stage("retrieve"):
-                    results = (self.retriever.retrieve(rewritten, self.top_k) if vector is None else
-                               self.retriever.retrieve_vector(vector, self.top_k, query=rewritten))
+                results = self._retrieve(rewritten, vector, trace)
             results = self._correct(query, results, trace, refine=True)
         sources = [Hit(h.id, h.score, h.text, {**h.metadata, "source": h.metadata.get("source", "corpus"),
                                                "credibility": credibility_tier(h)}) for h in results]

@@ -63,6 +63,21 @@ def fts_query(text: str) -> str:
     return " ".join(_WORD.findall(text.lower()))
 
 
+def _encode_with_progress(embedder: Any, texts: list[str], stage: str, batch: int = 1024) -> np.ndarray:
+    """`embedder.encode(texts)` in batches, each one counted on the stage's progress line."""
+    from harness.progress import progress
+
+    bar = progress(stage, len(texts))
+    try:
+        parts = []
+        for i in range(0, len(texts), batch):
+            parts.append(np.asarray(embedder.encode(texts[i:i + batch])))
+            bar.advance(len(texts[i:i + batch]))
+        return np.concatenate(parts) if len(parts) > 1 else parts[0]
+    finally:
+        bar.close()
+
+
 class LanceStore:
     """One LanceDB table of (id, text, metadata, vector) with a full-text index on `text`."""
 
@@ -114,7 +129,8 @@ class LanceStore:
             self.last_stats = IndexStats(len(rows), 0, True, time.perf_counter() - t0, self._has_ann())
             return self.last_stats
         before = getattr(embedder, "encoded_count", 0)
-        vectors = embedder.encode([r[1] for r in rows]) if rows else np.zeros((0, embedder.dim), np.float32)
+        vectors = _encode_with_progress(embedder, [r[1] for r in rows], f"indexing {self.table_name}") if rows \
+            else np.zeros((0, embedder.dim), np.float32)
         self._write(rows, vectors, mode="overwrite")
         self._manifest_put(fp)
         self.last_stats = IndexStats(len(rows), getattr(embedder, "encoded_count", 0) - before, False,
