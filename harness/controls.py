@@ -1003,3 +1003,16 @@ def _estimate_no_prompt(mp: Any) -> None:
         return (lambda x: count(x) if isinstance(x, str) else 0), name
 
     mp.setattr(estimate, "token_counter", token_counter)
+
+
+@control("int8-embedder-truncates", breaks="the int8 ONNX embedder reads only the first 8 tokens of each text")
+def _int8_truncates(mp: Any) -> None:
+    from harness.retrieval import embed
+
+    orig = embed.OnnxMiniLMEmbedder.__init__
+
+    def init(self, *a, **kw):
+        orig(self, *a, **kw)
+        self.tokenizer.enable_truncation(8)
+
+    mp.setattr(embed.OnnxMiniLMEmbedder, "__init__", init)

@@ -377,6 +377,11 @@ class _ReportHooks:
         if results is None:
             return
         lines = summary_lines(results["specs"])
+        from harness.report.html import capability_text
+
+        capability = capability_text(results.get("measures") or [])
+        if capability:
+            lines = [capability, *lines]
         if lines:
             terminalreporter.section("rag-harness")
             for line in lines:

@@ -8,7 +8,7 @@ VENV="${VENV:-.venv}"
 "$VENV/bin/pip" install --quiet torch==2.13.0
 # llama-cpp-python compiles from source (about 5 minutes on 2 cores) unless a wheel is cached here
 WHEELS="${RAG_HARNESS_WHEELS:-$HOME/.cache/rag-harness-wheels}"
-"$VENV/bin/pip" install --quiet --find-links "$WHEELS" -e '.[dev,local]'
+"$VENV/bin/pip" install --quiet --find-links "$WHEELS" -e '.[dev,local,onnx]'
 mkdir -p "$WHEELS" && "$VENV/bin/pip" wheel --quiet --no-deps --find-links "$WHEELS" -w "$WHEELS" 'llama-cpp-python==0.3.36' || true
 # claims whose dataset is not here are deselected on purpose, and said so (a missing dataset is an error)
 DATA="${RAG_HARNESS_DATA:-../shared/data}"

