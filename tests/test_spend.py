@@ -234,3 +234,11 @@ def test_cli_progress_on_stderr_and_results_unchanged(tmp_path):
     assert lines[-1].startswith("e2+e3+e4 study: 15/15 (100%)") and len(lines) >= 2
     assert proc.stdout == ""  # the log stays in its file
     assert "Processing" in (tmp_path / "logs" / "e2_to_e4.log").read_text()
+
+
+def test_prices_come_from_litellms_bundled_map():
+    from harness.llm.client import litellm_price
+
+    p = litellm_price("openai/gpt-4o-mini")  # the list price, read from the local copy of the cost map
+    assert (p.input_per_mtok, p.output_per_mtok) == pytest.approx((0.15, 0.60)) and p.source == "litellm cost map"
+    assert litellm_price("local/no-such-model") is None

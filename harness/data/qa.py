@@ -14,7 +14,7 @@ import hashlib
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 from harness.data.beir import load_corpus, load_qrels_tsv
 from harness.data.errors import DataError
@@ -95,33 +95,41 @@ def _queries_file(root: Path) -> Path:
     return path
 
 
-def load_qa(root: str | Path, split: str = "test", *, strict: bool = True) -> QADataset:
-    """A QA set; `corpus.jsonl` and `qrels/<split>.tsv` are read when present (qrels need the corpus)."""
-    root = Path(root)
-    path = _queries_file(root)
-    skips = SkipLog()
-    items: list[QAItem] = []
-    seen: set[str] = set()
+def _read_items(path: Path, strict: bool, parse: Callable[[dict[str, Any], str, str, int], Any]) -> tuple[list, SkipLog]:
+    """Every line's `_id` and `text` checked, the rest by `parse(obj, id, text, line)`; ids unique."""
+    skips, items, seen = SkipLog(), [], set()
     for n, obj in iter_jsonl(path, skips, strict):
         try:
             qid = require_str(obj, "_id", path, n)
-            text = require_str(obj, "text", path, n)
-            answers = _answers(obj, path, n)
-            halluc = obj.get("hallucinated_answer")
-            if halluc is not None and not isinstance(halluc, str):
-                raise DataError(path, n, "hallucinated_answer", f"expected a string, got {type(halluc).__name__}")
-            premise = obj.get("false_premise", False)
-            if not isinstance(premise, bool):
-                raise DataError(path, n, "false_premise", f"expected true or false, got {premise!r}")
+            item = parse(obj, qid, require_str(obj, "text", path, n), n)
             if qid in seen:
                 raise DataError(path, n, "_id", f"duplicate id {qid!r}")
         except DataError as err:
             skips.handle(err, strict)
             continue
         seen.add(qid)
+        items.append(item)
+    return items, skips
+
+
+def load_qa(root: str | Path, split: str = "test", *, strict: bool = True) -> QADataset:
+    """A QA set; `corpus.jsonl` and `qrels/<split>.tsv` are read when present (qrels need the corpus)."""
+    root = Path(root)
+    path = _queries_file(root)
+
+    def parse(obj: dict[str, Any], qid: str, text: str, n: int) -> QAItem:
+        answers = _answers(obj, path, n)
+        halluc = obj.get("hallucinated_answer")
+        if halluc is not None and not isinstance(halluc, str):
+            raise DataError(path, n, "hallucinated_answer", f"expected a string, got {type(halluc).__name__}")
+        premise = obj.get("false_premise", False)
+        if not isinstance(premise, bool):
+            raise DataError(path, n, "false_premise", f"expected true or false, got {premise!r}")
         meta = {k: v for k, v in obj.items() if k not in ("_id", "text", "answers", "hallucinated_answer",
                                                           "false_premise")}
-        items.append(QAItem(qid, text, answers, halluc, premise, meta))
+        return QAItem(qid, text, answers, halluc, premise, meta)
+
+    items, skips = _read_items(path, strict, parse)
     corpus: dict[str, Document] = {}
     qrels: dict[str, dict[str, int]] = {}
     if (root / "corpus.jsonl").is_file():
@@ -136,30 +144,21 @@ def load_mcq(root: str | Path, *, strict: bool = True) -> MCQDataset:
     """An MCQ set: `options` maps letters to texts (at least two), `answer` is one of the letters."""
     root = Path(root)
     path = _queries_file(root)
-    skips = SkipLog()
-    items: list[MCQItem] = []
-    seen: set[str] = set()
-    for n, obj in iter_jsonl(path, skips, strict):
-        try:
-            qid = require_str(obj, "_id", path, n)
-            text = require_str(obj, "text", path, n)
-            options = obj.get("options")
-            if not isinstance(options, dict) or len(options) < 2:
-                raise DataError(path, n, "options", "expected an object of at least two letter: text pairs")
-            for k, v in options.items():
-                if not isinstance(v, str) or not v.strip():
-                    raise DataError(path, n, "options", f"option {k!r} is not a non-empty string")
-            answer = require_str(obj, "answer", path, n)
-            if answer not in options:
-                raise DataError(path, n, "answer", f"{answer!r} is not one of the options {sorted(options)}")
-            if qid in seen:
-                raise DataError(path, n, "_id", f"duplicate id {qid!r}")
-        except DataError as err:
-            skips.handle(err, strict)
-            continue
-        seen.add(qid)
+
+    def parse(obj: dict[str, Any], qid: str, text: str, n: int) -> MCQItem:
+        options = obj.get("options")
+        if not isinstance(options, dict) or len(options) < 2:
+            raise DataError(path, n, "options", "expected an object of at least two letter: text pairs")
+        for k, v in options.items():
+            if not isinstance(v, str) or not v.strip():
+                raise DataError(path, n, "options", f"option {k!r} is not a non-empty string")
+        answer = require_str(obj, "answer", path, n)
+        if answer not in options:
+            raise DataError(path, n, "answer", f"{answer!r} is not one of the options {sorted(options)}")
         meta = {k: v for k, v in obj.items() if k not in ("_id", "text", "options", "answer")}
-        items.append(MCQItem(qid, text, tuple(sorted(options.items())), answer, meta))
+        return MCQItem(qid, text, tuple(sorted(options.items())), answer, meta)
+
+    items, skips = _read_items(path, strict, parse)
     return MCQDataset(root.name, items, skips, root)
 
 

@@ -181,7 +181,7 @@ class OnnxMiniLMEmbedder(_CachedEmbedder):
     package, sha256-checked), tokenised with the packaged float model's own tokenizer; mean pooling over the
     attention mask and L2 normalisation, as sentence-transformers does for this model (max 256 tokens)."""
 
-    def __init__(self, *, cache: EmbeddingCache | None = None, batch_size: int = 64, threads: int | None = None,
+    def __init__(self, *, cache: EmbeddingCache | None = None, batch_size: int = 8, threads: int | None = None,
                  model_file: str | Path | None = None):
         super().__init__(cache)
         try:
@@ -210,16 +210,20 @@ class OnnxMiniLMEmbedder(_CachedEmbedder):
         self.name, self.dim, self.batch_size = ONNX_INT8_MINILM, 384, batch_size
 
     def _encode_uncached(self, texts: list[str]) -> np.ndarray:
-        out = []
-        for i in range(0, len(texts), self.batch_size):
-            enc = self.tokenizer.encode_batch(texts[i:i + self.batch_size])
+        # longest first, as sentence-transformers does: a batch pads to its longest text, so similar lengths
+        # together waste the least work on padding
+        order = sorted(range(len(texts)), key=lambda i: -len(texts[i]))
+        out = np.zeros((len(texts), self.dim), dtype=np.float32)
+        for i in range(0, len(order), self.batch_size):
+            idx = order[i:i + self.batch_size]
+            enc = self.tokenizer.encode_batch([texts[j] for j in idx])
             ids = np.array([e.ids for e in enc], dtype=np.int64)
             mask = np.array([e.attention_mask for e in enc], dtype=np.int64)
             hidden = self.session.run(None, {"input_ids": ids, "attention_mask": mask,
                                              "token_type_ids": np.zeros_like(ids)})[0]
             m = mask[..., None].astype(np.float32)
-            out.append(_normalise((hidden * m).sum(axis=1) / np.clip(m.sum(axis=1), 1e-9, None)))
-        return np.concatenate(out)
+            out[idx] = _normalise((hidden * m).sum(axis=1) / np.clip(m.sum(axis=1), 1e-9, None))
+        return out
 
 
 def _onnx_int8_file() -> Path:
