@@ -85,7 +85,7 @@ def _estimate_experiments(args: argparse.Namespace, config) -> int:
     """--estimate-cost: the study through a stand-in for the model (no call made), then the table."""
     import tempfile
 
-    from harness.llm.estimate import EstimatingClient, estimate_lines, stand_in_responder
+    from harness.llm.estimate import EstimatingClient, estimate_dict, estimate_lines, stand_in_responder
     from harness.llm.spend import Spend
     from harness.runner import RunHalted, run_experiments
 
@@ -100,7 +100,7 @@ def _estimate_experiments(args: argparse.Namespace, config) -> int:
         except RunHalted as err:
             print(f"rag-harness: halted: {err}", file=sys.stderr)
             return 2
-    for line in estimate_lines(spend, args.model, llm.tokenizer, llm.price):
+    for line in estimate_lines(estimate_dict(spend, args.model, llm.tokenizer, llm.price)):
         print(line)
     return 0
 

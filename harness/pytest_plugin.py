@@ -6,6 +6,7 @@ its markers, options and fixtures. Hooks live here; fixtures live in `harness.fi
 from __future__ import annotations
 
 import json
+from contextlib import nullcontext
 from pathlib import Path
 from typing import Any
 
@@ -293,14 +294,13 @@ def pytest_collection_finish(session: pytest.Session) -> None:
         session.config.add_cleanup(mp.undo)
 
 
-_SPEND_BEFORE = pytest.StashKey[dict]()
-_SPEND_FIELDS = ("calls", "cached_calls", "prompt_tokens", "completion_tokens", "cost_usd", "unpriced_calls")
+_SPEND_BEFORE = pytest.StashKey[list]()
 
 
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_setup(item: pytest.Item):
     """Note the session's spend before the test's fixtures run: a study computed in a fixture is the test's."""
-    item.stash[_SPEND_BEFORE] = {(r.technique, r.role, r.model): r for r in spend_of(item.config).rows()}
+    item.stash[_SPEND_BEFORE] = spend_of(item.config).rows()
     return (yield)
 
 
@@ -311,12 +311,7 @@ def _record_spend(item: pytest.Item) -> None:
     if before is None or item.stash.get(CONTROL_KEY, None) is not None:
         return
     del item.stash[_SPEND_BEFORE]
-    rows = []
-    for r in spend_of(item.config).rows():
-        b = before.get((r.technique, r.role, r.model))
-        delta = {f: getattr(r, f) - (getattr(b, f) if b else 0) for f in _SPEND_FIELDS}
-        if delta["calls"] or delta["cached_calls"]:
-            rows.append({"technique": r.technique, "role": r.role, "model": r.model, **delta})
+    rows = spend_of(item.config).rows_since(before)
     if rows:
         item.user_properties.append((PROP_RECORD, json.dumps(jsonable(
             {"kind": "spend", "nodeid": item.nodeid, "rows": rows}), sort_keys=True)))
@@ -368,7 +363,7 @@ class _ReportHooks:
         self.config = config
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
-        self.config.stash[COLLECTOR_KEY].add_report(report, PROP_SPECS, PROP_RECORD, PROP_CONTROL)
+        self.config.stash[COLLECTOR_KEY].add_report(report, PROP_SPECS, PROP_RECORD, PROP_CONTROL, PROP_BUDGET)
 
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:
         from harness.report.terminal import inconclusive_lines, summary_lines
@@ -396,7 +391,9 @@ class _ReportHooks:
 
         if estimating(self.config):
             terminalreporter.section("rag-harness: cost estimate")
-            for line in _estimate_lines(self.config):
+            from harness.llm.estimate import estimate_lines
+
+            for line in estimate_lines(results["estimate"]):
                 terminalreporter.write_line(line)
         else:
             lines = spend_lines(results.get("spend") or {})
@@ -443,25 +440,14 @@ class _ReportHooks:
             session.exitstatus = pytest.ExitCode.TESTS_FAILED
 
 
-def _estimate_parts(config: pytest.Config) -> tuple[str, str, Any]:
-    from harness.llm.client import litellm_price
-    from harness.llm.estimate import token_counter
-
-    model = harness_config_of(config).harness.llm.model
-    price = harness_config_of(config).harness.llm.price_for(model) or litellm_price(model)
-    return model, token_counter(model)[1], price
-
-
 def _estimate_of(config: pytest.Config) -> dict[str, Any]:
-    from harness.llm.estimate import estimate_dict
+    """The session's cost estimate for the configured model (the stand-in clients recorded into its spend)."""
+    from harness.llm.client import litellm_price
+    from harness.llm.estimate import estimate_dict, token_counter
 
-    return estimate_dict(spend_of(config), *_estimate_parts(config))
-
-
-def _estimate_lines(config: pytest.Config) -> list[str]:
-    from harness.llm.estimate import estimate_lines
-
-    return estimate_lines(spend_of(config), *_estimate_parts(config))
+    s = harness_config_of(config).harness.llm
+    return estimate_dict(spend_of(config), s.model, token_counter(s.model)[1],
+                         s.price_for(s.model) or litellm_price(s.model))
 
 
 def _record_benchmark(item: pytest.Item) -> None:
@@ -514,7 +500,7 @@ def _install_progress(config: pytest.Config) -> None:
 
     def write(text: str, final: bool) -> None:
         with lock:
-            ctx = capman.global_and_fixture_disabled() if capman is not None else _nullcontext()
+            ctx = capman.global_and_fixture_disabled() if capman is not None else nullcontext()
             with ctx:
                 if tty:
                     reporter.write("\r" + text + "\x1b[K" + ("\n" if final else ""), flush=True)
@@ -525,9 +511,3 @@ def _install_progress(config: pytest.Config) -> None:
     cm = reporting(ProgressReporter(write, tty=tty, spend=spend_of(config)))
     cm.__enter__()
     config.add_cleanup(lambda: cm.__exit__(None, None, None))
-
-
-def _nullcontext():
-    from contextlib import nullcontext
-
-    return nullcontext()

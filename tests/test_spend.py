@@ -199,7 +199,7 @@ def test_runner_stops_at_the_cap_and_resumes_without_loss(tmp_path):
 def test_estimating_client_counts_with_the_models_tokenizer_and_calls_nothing():
     import tiktoken  # litellm's dependency; its cl100k/o200k files ship inside litellm
 
-    from harness.llm.estimate import EstimatingClient, estimate_lines, stand_in_responder
+    from harness.llm.estimate import EstimatingClient, estimate_dict, estimate_lines, stand_in_responder
 
     spend = Spend()
     llm = EstimatingClient("openai/gpt-4o-mini", lambda m, p: "Paris is the capital.", spend=spend, price=PRICE)
@@ -212,7 +212,7 @@ def test_estimating_client_counts_with_the_models_tokenizer_and_calls_nothing():
     assert res.cost_usd == res.prompt_tokens * 1 + res.completion_tokens * 2
     row = spend.rows()[0]
     assert (row.technique, row.calls, row.cost_usd) == ("demo", 1, res.cost_usd)
-    lines = estimate_lines(spend, "openai/gpt-4o-mini", llm.tokenizer, PRICE)
+    lines = estimate_lines(estimate_dict(spend, "openai/gpt-4o-mini", llm.tokenizer, PRICE))
     assert lines[0].startswith("cost estimate for openai/gpt-4o-mini") and lines[-1].split()[0] == "total"
     stand_in = stand_in_responder(words=3)
     assert stand_in([{"role": "user", "content": "[1] alpha beta gamma delta"}], {"max_tokens": 64}) == "alpha beta gamma"

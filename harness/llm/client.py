@@ -3,6 +3,7 @@ one repair retry, per-call accounting into the Trace and the run's Spend (which 
 concurrency and rate limits, and an on-disk cache."""
 from __future__ import annotations
 
+import functools
 import json
 import threading
 import time
@@ -180,8 +181,7 @@ class LLMClient:
         self.max_rate_limit_retries = max_rate_limit_retries
         self._lock = threading.Lock()
         self.stats = ClientStats()
-        self._answered = 0
-        self._completion_mean: float | None = None  # observed completion tokens per call, for cost reservations
+        self._answered = 0  # calls answered (with stats.completion_tokens: the mean answer length, for reservations)
         if spend is not None and spend.max_usd is not None and self.unit_price() is None:
             raise ValueError(f"{self.label}: cannot cap the run's cost at ${spend.max_usd}: no price is known for "
                              "this model (declare one under harness.llm.prices)")
@@ -215,11 +215,11 @@ class LLMClient:
 
     def unit_price(self) -> ModelPrice | None:
         """USD per million tokens: the declared price, else litellm's bundled cost map (read locally), else None."""
-        if self.price is not None:
-            return self.price
-        if not hasattr(self, "_map_price"):
-            self._map_price = litellm_price(self.model)
-        return self._map_price
+        return self.price if self.price is not None else self._litellm_price
+
+    @functools.cached_property
+    def _litellm_price(self) -> ModelPrice | None:
+        return litellm_price(self.model)
 
     def estimated_cost(self, prompt_tokens: float, max_tokens: int) -> float:
         """What one call is expected to cost before it is made: its prompt, and the completion length seen so
@@ -227,7 +227,9 @@ class LLMClient:
         price = self.unit_price()
         if price is None:
             return 0.0
-        completion = min(max_tokens, self._completion_mean) if self._completion_mean is not None else max_tokens
+        with self._lock:
+            answered, completed = self._answered, self.stats.completion_tokens
+        completion = min(max_tokens, completed / answered) if answered else max_tokens
         return price.cost(int(prompt_tokens), int(round(completion)))
 
     # ------------------------------------------------------------------ plain completion
@@ -293,14 +295,15 @@ class LLMClient:
         attempt, waits = 0, 0
         slots: list[tuple[RateWindow, list[float]]] = []
         prompt_estimate = sum(len(str(m.get("content", ""))) for m in msgs) / 4
-        estimate = prompt_estimate + params.get("max_tokens", 256)
+        max_tokens = params.get("max_tokens", 256)
+        estimate = prompt_estimate + max_tokens
         while attempt < self.max_attempts:
             attempt += 1
             self.limit.acquire()
             held, answered = None, False
             try:
                 if self.spend is not None:  # the cap: a call that could pass it is never started
-                    held = self.spend.reserve(self.estimated_cost(prompt_estimate, params.get("max_tokens", 256)))
+                    held = self.spend.reserve(self.estimated_cost(prompt_estimate, max_tokens))
                 # the rate windows are taken last, right before the request leaves (a slot taken before a wait
                 # would let requests bunch up past the limit), and settled when it returns (see RateWindow)
                 slots = ([(self._rpm, self._rpm.take(1))] if self._rpm is not None else []) + \
@@ -375,8 +378,6 @@ class LLMClient:
             self.stats.completion_tokens += ct
             self.stats.seconds += latency
             self._answered += 1
-            mean = self._completion_mean or 0.0
-            self._completion_mean = mean + (ct - mean) / self._answered
         return LLMResult(text, getattr(resp, "model", self.model) or self.model, pt, ct, cost, latency, attempts=attempt)
 
     # ------------------------------------------------------------------ structured output

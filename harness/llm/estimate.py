@@ -12,6 +12,7 @@ What the estimate knows and what it assumes:
 """
 from __future__ import annotations
 
+import json
 import math
 import re
 import time
@@ -59,18 +60,12 @@ def stand_in_responder(words: int = 40) -> Responder:
         body = re.sub(r"\[(?:Source )?\d+[^\]]*\]", " ", user)
         text = " ".join(body.split()[:min(words, cap)])
         if "reasoning_steps" in system or "reasoning_steps" in user:
-            return '{"reasoning_steps": "Step 1: read the sources.", "answer": %s}' % _json_str(text)
+            return '{"reasoning_steps": "Step 1: read the sources.", "answer": %s}' % json.dumps(text)
         if "JSON" in system or "JSON" in user:
             return '["%s"]' % text.replace('"', "'")[:200]
         return text
 
     return respond
-
-
-def _json_str(text: str) -> str:
-    import json
-
-    return json.dumps(text)
 
 
 class EstimatingClient(LLMClient):
@@ -102,26 +97,29 @@ class EstimatingClient(LLMClient):
         return LLMResult(text, self.model, pt, ct, cost, time.perf_counter() - t0)
 
 
-def estimate_lines(spend: Spend, model: str, tokenizer: str, price: ModelPrice | None) -> list[str]:
-    """The estimate as a table: calls, tokens and dollars per technique, then the total."""
-    shown = (f"${price.input_per_mtok:g} / ${price.output_per_mtok:g} per million tokens in / out"
-             f"{' (' + price.source + ')' if price.source else ''}") if price else "no price known (dollars unknown)"
-    out = [f"cost estimate for {model} ({shown}; tokens by {tokenizer}); no call was made",
-           f"{'technique':<28} {'calls':>7} {'prompt tok':>11} {'compl. tok':>11} {'USD':>10}"]
-    rows = spend.rows() + [spend.totals()]
-    for r in rows:
-        usd = f"{r.cost_usd:.4f}" if price is not None else "?"
-        name = "total" if r.technique == "(all)" else r.technique
-        out.append(f"{name:<28} {r.calls:>7} {r.prompt_tokens:>11,} {r.completion_tokens:>11,} {usd:>10}")
-    return out
-
-
 def estimate_dict(spend: Spend, model: str, tokenizer: str, price: ModelPrice | None) -> dict[str, Any]:
-    """The estimate for results.json / estimate.json, keyed by technique."""
+    """The estimate for results.json / estimate.json: calls, tokens and dollars (None without a price) per
+    technique (summed over the roles and models a technique used), and the total."""
+    def counts(rows: list) -> dict[str, Any]:
+        return {"calls": sum(r.calls for r in rows), "prompt_tokens": sum(r.prompt_tokens for r in rows),
+                "completion_tokens": sum(r.completion_tokens for r in rows),
+                "cost_usd": sum(r.cost_usd for r in rows) if price else None}
+
+    rows = spend.rows()
     return {"model": model, "tokenizer": tokenizer, "price": price.model_dump() if price else None,
-            "by_technique": {r.technique: {"calls": r.calls, "prompt_tokens": r.prompt_tokens,
-                                           "completion_tokens": r.completion_tokens,
-                                           "cost_usd": r.cost_usd if price else None} for r in spend.rows()},
-            "total": {"calls": spend.totals().calls, "prompt_tokens": spend.totals().prompt_tokens,
-                      "completion_tokens": spend.totals().completion_tokens,
-                      "cost_usd": spend.totals().cost_usd if price else None}}
+            "by_technique": {t: counts([r for r in rows if r.technique == t]) for t in sorted({r.technique for r in rows})},
+            "total": counts(rows)}
+
+
+def estimate_lines(estimate: dict[str, Any]) -> list[str]:
+    """An estimate (`estimate_dict`) as a table: calls, tokens and dollars per technique, then the total."""
+    price = estimate.get("price")
+    shown = (f"${price['input_per_mtok']:g} / ${price['output_per_mtok']:g} per million tokens in / out"
+             f"{' (' + price['source'] + ')' if price.get('source') else ''}") if price else \
+        "no price known (dollars unknown)"
+    out = [f"cost estimate for {estimate['model']} ({shown}; tokens by {estimate['tokenizer']}); no call was made",
+           f"{'technique':<28} {'calls':>7} {'prompt tok':>11} {'compl. tok':>11} {'USD':>10}"]
+    for name, r in [*estimate["by_technique"].items(), ("total", estimate["total"])]:
+        usd = f"{r['cost_usd']:.4f}" if r["cost_usd"] is not None else "?"
+        out.append(f"{name:<28} {r['calls']:>7} {r['prompt_tokens']:>11,} {r['completion_tokens']:>11,} {usd:>10}")
+    return out

@@ -45,6 +45,9 @@ class BudgetExhausted(RuntimeError):
         self.spent_usd, self.cap_usd = spent_usd, cap_usd
 
 
+COUNTS = ("calls", "cached_calls", "prompt_tokens", "completion_tokens", "cost_usd", "unpriced_calls")
+
+
 @dataclass
 class SpendRow:
     technique: str
@@ -92,10 +95,6 @@ class Spend:
             self.in_flight_usd = max(0.0, self.in_flight_usd - reserved)
             self.spent_usd += actual_usd or 0.0
 
-    @property
-    def exhausted(self) -> bool:
-        return self.refused > 0
-
     # ------------------------------------------------------------------ ledger
     def record(self, *, model: str, role: str, prompt_tokens: int, completion_tokens: int, cost_usd: float | None,
                cached: bool = False, technique: str | None = None) -> None:
@@ -126,9 +125,21 @@ class Spend:
         total = SpendRow("(all)", role or "(all)", "(all)")
         for r in self.rows():
             if role is None or r.role == role:
-                for f in ("calls", "cached_calls", "prompt_tokens", "completion_tokens", "cost_usd", "unpriced_calls"):
+                for f in COUNTS:
                     setattr(total, f, getattr(total, f) + getattr(r, f))
         return total
+
+    def rows_since(self, before: list[SpendRow]) -> list[dict[str, Any]]:
+        """What was spent since `before` (an earlier `rows()`), per technique, role and model: the rows with at
+        least one call since, as dicts of the key and the differences of the counts."""
+        earlier = {(r.technique, r.role, r.model): r for r in before}
+        out = []
+        for r in self.rows():
+            b = earlier.get((r.technique, r.role, r.model))
+            delta = {f: getattr(r, f) - (getattr(b, f) if b else 0) for f in COUNTS}
+            if delta["calls"] or delta["cached_calls"]:
+                out.append({"technique": r.technique, "role": r.role, "model": r.model, **delta})
+        return out
 
     def to_dict(self) -> dict[str, Any]:
         """For results.json: rows, totals per role, the cap and what it refused."""

@@ -40,7 +40,8 @@ class Collector:
     controls: dict[str, dict[str, Any]] = field(default_factory=dict)
     _seen: set[tuple[str, str]] = field(default_factory=set)
 
-    def add_report(self, report: Any, prop_specs: str, prop_record: str, prop_control: str = "") -> None:
+    def add_report(self, report: Any, prop_specs: str, prop_record: str, prop_control: str = "",
+                   prop_budget: str = "") -> None:
         nodeid = report.nodeid
         for name, value in report.user_properties:
             if name == prop_record and (nodeid, value) not in self._seen:
@@ -55,7 +56,8 @@ class Collector:
         entry = self.outcomes.setdefault(nodeid, {"nodeid": nodeid, "spec_id": spec_id, "tier": tier,
                                                    "outcome": "passed", "duration_s": 0.0, "message": ""})
         entry["duration_s"] += float(getattr(report, "duration", 0.0) or 0.0)
-        outcome = "budget" if any(n == "harness_budget" for n, _ in report.user_properties) else _outcome(report)
+        cut_by_budget = bool(prop_budget) and any(n == prop_budget for n, _ in report.user_properties)
+        outcome = "budget" if cut_by_budget else _outcome(report)
         if outcome != "passed" or report.when == "call":
             if entry["outcome"] in ("passed",) or outcome in ("failed", "error"):
                 entry["outcome"] = outcome

@@ -6,7 +6,8 @@ import json
 from pathlib import Path
 from typing import Any, Iterable
 
-FIELDS = ("calls", "cached_calls", "prompt_tokens", "completion_tokens", "cost_usd", "unpriced_calls")
+from harness.llm.spend import COUNTS as FIELDS
+
 ESTIMATE_FILE = "estimate.json"
 
 
@@ -27,8 +28,7 @@ def spend_summary(rows: list[dict[str, Any]], *, max_usd: float | None = None, r
     by_technique = sorted(_sum(rows, ("technique", "role", "model")).values(),
                           key=lambda r: (r["role"], r["technique"], r["model"]))
     by_role = {k[0]: v for k, v in _sum(rows, ("role",)).items()}
-    total = next(iter(_sum([{**r, "all": "all"} for r in rows], ("all",)).values()), {f: 0 for f in FIELDS})
-    total.pop("all", None)
+    total = {f: sum(r.get(f) or 0 for r in rows) for f in FIELDS}
     out: dict[str, Any] = {"by_technique": by_technique, "by_role": by_role, "total": total, "max_usd": max_usd,
                            "refused_calls": refused}
     if estimate:

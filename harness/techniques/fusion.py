@@ -1,11 +1,11 @@
 """RAG-Fusion (Rackauckas, arXiv:2402.03367): multi-query generation, parallel retrieval, RRF."""
 from __future__ import annotations
 
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Sequence
 
 from harness.llm.client import LLMClient
+from harness.parallel import ordered_map
 from harness.prompts import load_prompts, render
 from harness.retrieval.rank_fusion import RRF_K, reciprocal_rank_fusion
 from harness.techniques.generation import try_complete
@@ -58,8 +58,7 @@ class RAGFusion:
                         return self.retriever.retrieve(queries[i], self.top_k_per_query)
                     return self.retriever.retrieve_vector(vectors[i], self.top_k_per_query, query=queries[i])
 
-                with ThreadPoolExecutor(max_workers=max(1, len(queries))) as pool:
-                    per_query = list(pool.map(one, range(len(queries))))
+                per_query = ordered_map(one, range(len(queries)), len(queries))
         with trace.stage("rrf"):
             fused = reciprocal_rank_fusion(per_query, self.rrf_k)
         trace.event("fusion", lists=len(per_query))
