@@ -16,8 +16,12 @@ def available_datasets(data_dir: Path) -> list[str]:
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     if "dataset_name" in metafunc.fixturenames:
-        names = available_datasets(harness_config_of(metafunc.config).harness.data_dir)
+        h = harness_config_of(metafunc.config).harness
+        # harness.datasets.retrieval names the sets; unset, every BEIR folder under the data directory
+        names = list(h.datasets.retrieval) if h.datasets.retrieval is not None else available_datasets(h.data_dir)
         metafunc.parametrize("dataset_name", names or ["(no dataset)"], scope="session")
+    if "negatives_name" in metafunc.fixturenames:  # E2-E4 on out-of-KB questions: one verdict per set
+        metafunc.parametrize("negatives_name", harness_config_of(metafunc.config).harness.datasets.negatives)
 
 
 def _natural(key: str):

@@ -5,21 +5,20 @@ from __future__ import annotations
 import pytest
 
 from harness.capability import measure_capability, sample_mcq
-from harness.data.qa import load_mcq, mcq_card
+from harness.data.qa import mcq_card
 from harness.llm.local import LOCAL_MODELS
 
 pytestmark = pytest.mark.benchmark
 SAMPLE = 200
 
 
-def test_model_capability_on_mmlu(llm, harness_config, measure):
-    root = harness_config.harness.data_dir / "mmlu"
-    ds = load_mcq(root)
+def test_model_capability_on_mmlu(llm, harness_config, mcq_set, measure):
+    ds = mcq_set("capability")  # harness.datasets.capability, default mmlu
     items = sample_mcq(ds.items, SAMPLE, seed=harness_config.harness.seed)
     alias = llm.label.split("/", 1)[1] if llm.label.startswith("local/") else None
     variant = "completion" if alias in LOCAL_MODELS and not LOCAL_MODELS[alias].instruct else "chat"
-    cap = measure_capability(llm, items, dataset="mmlu", seed=harness_config.harness.seed, variant=variant)
-    measure("model_capability", cap.accuracy, model=cap.model, dataset="mmlu", n=cap.n, ci=list(cap.ci),
+    cap = measure_capability(llm, items, dataset=ds.name, seed=harness_config.harness.seed, variant=variant)
+    measure("model_capability", cap.accuracy, model=cap.model, dataset=ds.name, n=cap.n, ci=list(cap.ci),
             chance=cap.chance, unparsed=cap.unparsed, errors=cap.errors, seed=cap.seed, prompt_variant=variant,
             card=mcq_card(ds), sample=f"{SAMPLE} questions, seeded")
     assert cap.errors < cap.n, "every call failed: no capability measured"

@@ -1,6 +1,8 @@
-"""RET's six evaluation gates as matched pairs (RET off vs on, same model, same seed). With no MCQ or
-open-QA set under the data directory, both come from the shipped retail KB: MCQ = direct queries with
-three distractors drawn from the same fact's values; open QA = multi-hop queries."""
+"""RET's six evaluation gates as matched pairs (RET off vs on, same model, same seed), on the set named by
+`harness.datasets.ret`: by default halueval-qa (MCQ = right answer, hallucinated answer and two other questions'
+right answers; open QA = the next questions; answer-relevant = the qrels' gold passage, so gates 2 and 3 need no
+manual labels), or `retail_kb` (the shipped KB: MCQ from direct queries with distractors drawn from the same
+fact's values, open QA from multi-hop queries)."""
 from __future__ import annotations
 
 import statistics
@@ -12,7 +14,6 @@ import pytest
 
 from harness.data import load_experiment_inputs
 from harness.retrieval.index.lancedb_store import LanceStore
-from harness.metrics.text import answer_match
 from harness.parallel import ordered_map
 from harness.progress import progress
 from harness.retrieval import Retriever
@@ -21,7 +22,7 @@ from harness.stats.effect import paired_effect, proportion_effect
 from harness.techniques.e2e4 import index_kb
 from harness.techniques.registry import Services
 from harness.techniques.ret import fingerprint_coverage, synthesis_prompt
-from harness.techniques.ret_mcq import answer_relevant, choose, mcq_items
+from harness.techniques.ret_mcq import choose, qa_study, retail_study
 from harness.techniques.ret_eval import (ArmRun, added_cost_ratio, added_latency, fingerprint_recall_lift,
                                          hypothesis_option, paired_taus)
 from harness.types import Query, Trace
@@ -31,22 +32,30 @@ KB = Path(__file__).resolve().parents[1] / "fixtures" / "retail_kb"
 
 
 def _run(question_id: str, correct: bool, res, q, seconds: float, trace: Trace) -> ArmRun:
-    return ArmRun(question_id, correct, [int(answer_relevant(h, q)) for h in res.docs[:10]], seconds,
+    return ArmRun(question_id, correct, [int(q.is_relevant(h)) for h in res.docs[:10]], seconds,
                   None if trace.unpriced_calls else trace.cost_usd, trace.prompt_tokens + trace.completion_tokens)
 
 
 @pytest.fixture(scope="module")
-def ret_study(uncached_llm, embedder, harness_config, make_technique, tmp_path_factory):
+def ret_study(uncached_llm, embedder, harness_config, make_technique, qa_set, tmp_path_factory):
     """Matched pairs, uncached: RET-GATE-6 is a latency figure and a cache hit would hide the model's time.
     Each run's wall time covers every call of the arm: retrieval, the RET calls and the choice / answer."""
+    from harness.fixtures import persistent_index
+
     llm = uncached_llm
-    inputs = load_experiment_inputs(KB)
-    store = LanceStore(tmp_path_factory.mktemp("ret-db"), "kb")
-    index_kb(inputs, store, embedder)
-    services = Services(harness_config, retriever=Retriever(store, embedder), embedder=embedder, llm=llm)
     n = harness_config.harness.max_queries or 10_000
-    mcq = mcq_items([q for q in inputs.queries if q.query_type == "direct"][:n], seed=harness_config.harness.seed)
-    open_qa = [q for q in inputs.queries if q.query_type == "multi_hop"][:n]
+    if harness_config.harness.datasets.ret == "retail_kb":
+        inputs = load_experiment_inputs(KB)
+        store = LanceStore(tmp_path_factory.mktemp("ret-db"), "kb")
+        index_kb(inputs, store, embedder)
+        mcq, open_qa = retail_study(inputs, n, harness_config.harness.seed)
+        dataset = "retail_kb (derived MCQ + multi-hop open QA)"
+    else:
+        ds = qa_set("ret")
+        store = persistent_index(ds, embedder, harness_config)
+        mcq, open_qa = qa_study(ds, n, harness_config.harness.seed)
+        dataset = ds.name
+    services = Services(harness_config, retriever=Retriever(store, embedder), embedder=embedder, llm=llm)
     # the tiny local models cannot produce RET's JSON; they get the few-shot completion prompts
     variant = "completion" if llm.label.startswith("local/") else harness_config.ret.prompt_variant
     arms = {arm: make_technique("ret", services, enable_ret=arm == "on", prompt_variant=variant)
@@ -58,11 +67,11 @@ def ret_study(uncached_llm, embedder, harness_config, make_technique, tmp_path_f
         out = []
         for arm, ret in arms.items():
             trace, t0 = Trace(), time.perf_counter()
-            res = ret.run(Query(q.query_id, q.query), trace)
-            pick = choose(llm, q.query, options, res.hits, res.detail["table"], trace)
+            res = ret.run(Query(q.id, q.text), trace)
+            pick = choose(llm, q.text, options, res.hits, res.detail["table"], trace)
             correct = int(np.argmax(ret.score_options(res, options, pick))) == gold
             out.append({"set": "mcq", "arm": arm, "q": q, "res": res.detail["ret"], "options": options,
-                        "gold_index": gold, "run": _run(q.query_id, correct, res.detail["ret"], q,
+                        "gold_index": gold, "run": _run(q.id, correct, res.detail["ret"], q,
                                                         time.perf_counter() - t0, trace)})
         bar.advance()
         return out
@@ -71,13 +80,12 @@ def ret_study(uncached_llm, embedder, harness_config, make_technique, tmp_path_f
         out = []
         for arm, ret in arms.items():
             trace, t0 = Trace(), time.perf_counter()
-            res = ret.run(Query(q.query_id, q.query), trace)
-            answer = llm.complete(synthesis_prompt(q.query, res.hits[:5], res.detail["table"]), max_tokens=64,
+            res = ret.run(Query(q.id, q.text), trace)
+            answer = llm.complete(synthesis_prompt(q.text, res.hits[:5], res.detail["table"]), max_tokens=64,
                                   trace=trace).text
-            parts = [p.strip() for p in q.ground_truth.split(";")]
-            correct = all(answer_match(answer, p) for p in parts)
+            correct = q.answered_by(answer)
             out.append({"set": "open", "arm": arm, "q": q, "res": res.detail["ret"],
-                        "run": _run(q.query_id, correct, res.detail["ret"], q, time.perf_counter() - t0, trace)})
+                        "run": _run(q.id, correct, res.detail["ret"], q, time.perf_counter() - t0, trace)})
         bar.advance()
         return out
 
@@ -87,7 +95,7 @@ def ret_study(uncached_llm, embedder, harness_config, make_technique, tmp_path_f
     rows += [r for rs in ordered_map(one_open, open_qa, llm.concurrency) for r in rs]
     bar.close()
     return {"rows": rows, "model": llm.label, "prompt_variant": variant, "price": llm.price,
-            "technique": arms["on"].name}
+            "technique": arms["on"].name, "dataset": dataset}
 
 
 def _arms(study, subset=None):
@@ -106,7 +114,7 @@ def _ctx(study, **kw):
         if r["arm"] == "on" and r["res"].skip_reason:
             skipped[r["res"].skip_reason] = skipped.get(r["res"].skip_reason, 0) + 1
     on = [r for r in study["rows"] if r["arm"] == "on"]
-    return {"model": study["model"], "technique": study["technique"], "dataset": "retail_kb (derived MCQ + multi-hop open QA)", "ret_skips": skipped,
+    return {"model": study["model"], "technique": study["technique"], "dataset": study["dataset"], "ret_skips": skipped,
             "ret_skip_rate": sum(skipped.values()) / len(on) if on else float("nan"),
             "prompt_variant": study["prompt_variant"], **kw}
 

@@ -13,7 +13,7 @@ from harness.stats.verdict import DIRECTIONAL, RULES, TESTS, Decision
 
 TIERS = ("unit", "integration", "benchmark")
 REQUIRED_KEYS = ("id", "title", "marker", "metric", "comparator", "threshold", "source")
-OPTIONAL_KEYS = ("expected", "note", "issue", "decision", "control", "kind")
+OPTIONAL_KEYS = ("expected", "note", "issue", "decision", "control", "kind", "dataset")
 KINDS = ("claim", "property")
 DECISION_KEYS = ("rule", "test", "alpha", "confidence")
 
@@ -50,6 +50,9 @@ class Spec:
     decision: Decision = field(default_factory=Decision)
     control: str = ""
     kind: str = "claim"
+    # the set(s) the claim is measured on by default (a folder of the data directory, or `retail_kb`, the shipped
+    # KB); the dataset a check actually used is in its context
+    dataset: tuple[str, ...] = ()
     file: str = field(default="", compare=False)
 
     def holds(self, value: Any) -> bool:
@@ -133,7 +136,12 @@ def _validate_entry(entry: Any, path: Path, index: int) -> Spec:
         raise CatalogueError(f"{where}: field 'control' is for claims; a 'property' cannot fail by definition")
     if "control" in entry and not (isinstance(entry["control"], str) and entry["control"]):
         raise CatalogueError(f"{where}: field 'control' must name a registered negative control")
+    ds = entry.get("dataset", [])
+    ds = [ds] if isinstance(ds, str) else ds
+    if not isinstance(ds, list) or not all(isinstance(d, str) and d for d in ds):
+        raise CatalogueError(f"{where}: field 'dataset' must be a dataset name or a list of names")
     fields = {k: entry[k] for k in REQUIRED_KEYS + OPTIONAL_KEYS if k in entry}
+    fields["dataset"] = tuple(ds)
     if "decision" in entry:
         fields["decision"] = _decision(entry["decision"], where, comp)
     elif entry["marker"] == "benchmark":

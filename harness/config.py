@@ -133,16 +133,39 @@ class LLMSettings(_Strict):
         return 1 if model.startswith("local/") else 8
 
 
+class DatasetSettings(_Strict):
+    """Which set under `harness.data_dir` each family of claims is measured on: a folder name, or a path
+    (absolute, or relative to the data directory). See README "Public QA and multiple-choice sets"."""
+
+    # BEIR sets (corpus + qrels) for the retrieval and retrieval-technique claims (HyDE, RAG-Fusion, QRW-003);
+    # None: every folder under the data directory that holds a corpus.jsonl
+    retrieval: list[str] | None = None
+    crag: str = "halueval-qa"  # CRAG-005: open QA with a corpus (queries carry `answers`)
+    ret: str = "halueval-qa"  # RET's gates: QA with hallucinated answers as MCQ, or "retail_kb" (the shipped KB)
+    negatives: list[str] = Field(default_factory=lambda: ["freshqa", "simpleqa"])  # E2-E4 out-of-KB questions
+    capability: str = "mmlu"  # the model-capability line: an MCQ set
+    # CRAG-005's simulated web: this share of the gold passages is withheld from the internal corpus and held,
+    # among as many distractors, by the "web" collection (BM25); harness.web_search_url replaces the simulation
+    crag_withheld_share: float = Field(default=0.4, gt=0, lt=1)
+
+
 class HarnessSettings(_Strict):
     report_dir: Path = Path("reports")
     cache_dir: Path = Path(".cache/rag-harness")
     data_dir: Path = Path("../shared/data")
     corpus: str = "cranfield"
-    embedder: str = "all-MiniLM-L6-v2"
+    embedder: str = "all-MiniLM-L6-v2-onnx-int8"  # EMB-INT8-NDCG: within 0.005 nDCG@10 of the float model
     reranker: str = "maxsim-minilm"
     seed: int = 13
     max_queries: int = 30
+    datasets: DatasetSettings = Field(default_factory=DatasetSettings)
+    web_search_url: str | None = None  # a SearXNG instance: CRAG and WSOP search it instead of a local collection
     llm: LLMSettings = Field(default_factory=LLMSettings)
+
+    def dataset_path(self, name: str | Path) -> Path:
+        """A dataset setting as a folder: a path as given when absolute, else under `data_dir`."""
+        p = Path(name)
+        return p if p.is_absolute() else self.data_dir / p
 
 
 class HarnessConfig(_Strict):

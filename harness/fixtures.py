@@ -19,6 +19,7 @@ from harness.report.collector import jsonable
 from harness.config import HarnessConfig
 
 __all__ = ["spec", "check", "measure", "harness_config", "catalogue", "embedder", "hashing_embedder", "make_index", "beir_dataset", "corpus",
+           "qa_set", "mcq_set",
            "index", "retriever",
            "reranker", "llm", "local_llm_server", "scripted_llm", "recorded_llm", "technique_services",
            "make_technique"]
@@ -183,17 +184,57 @@ def beir_dataset(harness_config: HarnessConfig) -> Callable[[str], Any]:
     from harness.data import load_beir
 
     def _load(name: str):
-        path = harness_config.harness.data_dir / name
+        path = harness_config.harness.dataset_path(name)
         if not (path / "corpus.jsonl").exists():
             pytest.fail(f"dataset {name!r} not found: {path / 'corpus.jsonl'} does not exist (set --data-dir, or "
                         "deselect this test on purpose)", pytrace=False)
         from harness import provenance
+        from harness.data.qa import dataset_card
 
         ds = load_beir(path)
-        provenance.note_dataset(ds.name, path, queries=len(ds.queries), documents=len(ds.corpus))
+        card = dataset_card(path, counts={"queries": len(ds.queries), "documents": len(ds.corpus),
+                                          "judged_queries": len(ds.qrels)})
+        provenance.note_dataset(ds.name, path, content_hash=card["content_hash"], card=card)
         return ds
 
     return _load
+
+
+def _family_set(harness_config: HarnessConfig, family: str, loader: str, name: str | None = None) -> Any:
+    from harness import provenance
+    from harness.data import qa
+
+    name = name or getattr(harness_config.harness.datasets, family)
+    path = harness_config.harness.dataset_path(name)
+    if not (path / "queries.jsonl").is_file():
+        pytest.fail(f"dataset {name!r} for the {family} claims not found: {path / 'queries.jsonl'} does not exist "
+                    f"(set --data-dir or harness.datasets.{family}, or deselect these tests on purpose)",
+                    pytrace=False)
+    ds = getattr(qa, loader)(path)
+    card = qa.qa_card(ds) if loader == "load_qa" else qa.mcq_card(ds)
+    provenance.note_dataset(ds.name, path, content_hash=card["content_hash"], card=card)
+    return ds
+
+
+@pytest.fixture(scope="session")
+def qa_set(harness_config: HarnessConfig) -> Callable[[str], Any]:
+    """`qa_set(family)`: the QA set configured for a family of claims (`harness.datasets.<family>`, e.g.
+    `crag` -> halueval-qa), loaded once, its card (counts, hash, source, licence) in the report. A family set to
+    a list (`negatives`) is loaded one name at a time: `qa_set("negatives", "freshqa")`."""
+    loaded: dict[tuple[str, str | None], Any] = {}
+
+    def _load(family: str, name: str | None = None) -> Any:
+        if (family, name) not in loaded:
+            loaded[family, name] = _family_set(harness_config, family, "load_qa", name)
+        return loaded[family, name]
+
+    return _load
+
+
+@pytest.fixture(scope="session")
+def mcq_set(harness_config: HarnessConfig) -> Callable[[str], Any]:
+    """`mcq_set(family)`: the MCQ set configured for a family (`harness.datasets.capability` -> mmlu)."""
+    return lambda family: _family_set(harness_config, family, "load_mcq")
 
 
 @pytest.fixture(scope="session")

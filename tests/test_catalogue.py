@@ -5,7 +5,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.catalogue import CatalogueError, load_catalogue
+from harness.catalogue import CatalogueError, load_catalogue, spec_files
 
 pytestmark = pytest.mark.unit
 SPECS = Path(__file__).resolve().parents[1] / "specs"
@@ -132,3 +132,20 @@ def test_public_api_names_resolve_lazily():
         harness.nope  # noqa: B018
     code = "import sys, harness; print(any(m in sys.modules for m in ('lancedb', 'torch', 'litellm')))"
     assert subprocess.run([sys.executable, "-c", code], capture_output=True, text=True).stdout.strip() == "False"
+
+
+def test_dataset_field_takes_a_name_or_a_list_and_nothing_else(tmp_path: Path):
+    one = load_catalogue([_write(tmp_path, GOOD + "    dataset: halueval-qa\n")])
+    assert one["X-1"].dataset == ("halueval-qa",)
+    two = load_catalogue([_write(tmp_path, GOOD + "    dataset: [cranfield, halueval-qa]\n", "b.yaml")])
+    assert two["X-1"].dataset == ("cranfield", "halueval-qa")
+    with pytest.raises(CatalogueError, match=r"c.yaml: spec X-1: field 'dataset' must be a dataset name or a list"):
+        load_catalogue([_write(tmp_path, GOOD + "    dataset: 3\n", "c.yaml")])
+
+
+def test_claims_moved_to_public_sets_name_them_in_their_rows():
+    cat = load_catalogue(spec_files([Path(__file__).resolve().parents[1] / "specs"]))
+    assert cat["CRAG-005"].dataset == ("halueval-qa",)
+    assert all(cat[f"RET-GATE-{i}"].dataset == ("halueval-qa",) for i in range(1, 7))
+    assert cat["E2E4-FR6-3-PUBLIC"].dataset == ("freshqa", "simpleqa")
+    assert "halueval-qa" in cat["QRW-003"].dataset

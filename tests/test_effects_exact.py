@@ -525,3 +525,28 @@ def test_row_quantiles_match_numpy():
     got = calib._quantile_rows(R, q)
     assert got == pytest.approx([np.quantile(R[i], q[i]) for i in range(4)])
     assert calib._quantile_rows(R, np.array([-0.5, 1.5, 0.5, 0.5]))[:2] == pytest.approx([R[0].min(), R[1].max()])
+
+
+def test_agresti_min_interval_by_hand():
+    """Agresti & Min (2005): 1/2 added to each cell, then Wald; computed by hand below."""
+    from harness.stats.intervals import agresti_min_interval
+
+    z = 1.959963984540054
+    # five questions, none discordant: p_i = p_d = 0.5/7, half-width z*sqrt((1/7)/7) = z/7
+    lo, hi = agresti_min_interval([0] * 5, [0] * 5)
+    assert lo == pytest.approx(-z / 7, abs=1e-12) and hi == pytest.approx(z / 7, abs=1e-12)
+    # ten questions, 3 improved, 1 degraded: p_i = 3.5/12, p_d = 1.5/12, centre 1/6,
+    # half-width z*sqrt((5/12 - 1/36)/12)
+    lo, hi = agresti_min_interval([1, 1, 1, 0] + [0] * 6, [0, 0, 0, 1] + [0] * 6)
+    half = z * math.sqrt((5 / 12 - 1 / 36) / 12)
+    assert (lo, hi) == (pytest.approx(1 / 6 - half, abs=1e-12), pytest.approx(1 / 6 + half, abs=1e-12))
+
+
+def test_binary_paired_effect_with_only_ties_cannot_be_decided():
+    """All five answers wrong in both arms: the t interval would be (0, 0) and refute a +5-point claim."""
+    eff = paired_effect([0.0] * 5, [0.0] * 5, binary=True)
+    assert eff.interval_method == "agresti-min" and eff.ci[0] < 0 < 0.05 < eff.ci[1]
+    assert eff.sd == pytest.approx(math.sqrt(1 / 7))  # p_i = p_d = 0.5/7: sqrt(p_i + p_d)
+    assert decide(eff, ">=", 0.05, Decision("ci")).verdict == "inconclusive"
+    t = paired_effect([0.0] * 5, [0.0] * 5)  # what a t interval says of the same ties
+    assert t.ci == (0.0, 0.0) and decide(t, ">=", 0.05, Decision("ci")).verdict == "refuted"

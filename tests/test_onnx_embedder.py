@@ -34,3 +34,12 @@ def test_a_tampered_model_file_is_refused(tmp_path):
     bad.write_bytes(b"not the model")
     with pytest.raises(ValueError, match="sha256 .* is not the pinned"):
         OnnxMiniLMEmbedder(model_file=bad)
+
+
+@pytest.mark.parametrize("name", ["all-MiniLM-L6-v2", ONNX_INT8_MINILM])
+def test_a_vector_does_not_depend_on_the_texts_encoded_with_it(name):
+    """The vector cache keeps whichever call encoded a text first, so that call's company must not matter."""
+    emb = make_embedder(name).uncached()
+    together = emb.encode(TEXTS)
+    alone = np.stack([emb.encode([t])[0] for t in TEXTS])
+    assert np.array_equal(together, alone)

@@ -60,6 +60,7 @@ BLOCKS = {
     ("Every pass earned: negative controls", "python", 0): "test_adding_a_spec_example_runs_as_written",
     ("TREC runs out and in", "bash", 0): "test_trec_eval_command_runs",
     ("What is where", "", 0): "exempt: the layout, not code",
+    ("Public QA and multiple-choice sets", "yaml", 0): "test_own_qa_set_config_loads_as_written",
 }
 
 
@@ -75,6 +76,17 @@ def _all_blocks() -> list[tuple[str, str, int]]:
                 out.append((section, m.group(1), counts.get(key, 0)))
                 counts[key] = counts.get(key, 0) + 1
     return out
+
+
+def test_own_qa_set_config_loads_as_written(tmp_path: Path):
+    """The README's per-family dataset settings validate, and each family resolves to the folder it names."""
+    from harness.config import load_config
+
+    (cfg := tmp_path / "rag-harness.yaml").write_text(_blocks("Public QA and multiple-choice sets", "yaml")[0])
+    h = load_config(cfg).harness
+    assert h.dataset_path(h.datasets.crag) == Path("/data/my-sets/my-support-qa")
+    assert h.dataset_path(h.datasets.ret) == Path("/elsewhere/my-mcq-qa")
+    assert h.datasets.retrieval == ["my-support-qa"] and h.datasets.negatives == ["freshqa", "simpleqa"]
 
 
 def test_every_readme_block_is_run_or_says_why_not():

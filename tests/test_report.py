@@ -122,3 +122,18 @@ def test_provenance_hashes_content_and_merges_traffic(tmp_path):
     assert snap["models"]["local/x"] == {"traffic": "live+cache, live", "role": "llm"}
     assert snap["datasets"]["d"]["sha256"] == expected
     provenance.reset()
+
+
+def test_dataset_cards_list_counts_hash_source_and_licence():
+    from harness.report.html import dataset_cards
+
+    prov = {"datasets": {"halueval-qa": {"path": "/d/halueval-qa", "sha256": "abc123", "card": {
+        "counts": {"questions": 8000, "passages": 9936, "false_premise": 0}, "licence": "MIT",
+        "source": f"HaluEval {EVIL}"}}}}
+    html = dataset_cards(prov)
+    assert "<h2>Datasets</h2>" in html and "questions 8,000, passages 9,936" in html and "false premise" not in html
+    assert "abc123" in html and "MIT" in html and "&lt;script&gt;" in html and "<script" not in html
+    assert dataset_cards({}) == ""
+    data = results(0.5)
+    data["provenance"] = prov
+    assert "<h2>Datasets</h2>" in render_html(data)

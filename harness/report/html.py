@@ -117,7 +117,7 @@ def _spec_cells(r: dict[str, Any], first: str, tier: str, cond: str) -> str:
             f"<td class=num>{_e(r.get('p_value'))}{_paren(r.get('p_holm'))}</td>"
             f"<td class=num>{_e(r.get('n'))}{_paren(r.get('mde'))}</td><td class=num>{escape(needed_text(r))}</td>"
             f"<td class=num>{escape(counts_text(r))}</td><td class=num>{escape(_rates(r))}</td>"
-            f"<td>{_e(r.get('technique'))}</td><td>{_e(r.get('model'))}</td><td>{_e(r.get('dataset'))}</td>"
+            f"<td>{_e(r.get('technique'))}</td><td>{_e(r.get('model'))}</td><td>{_e(r.get('dataset') or ', '.join(r.get('catalogue_dataset') or []))}</td>"
             f"<td class=msg>{escape(note)}</td>")
 
 
@@ -304,6 +304,21 @@ def capability_text(measures: Iterable[dict[str, Any]]) -> str:
     return "; ".join(out)
 
 
+def dataset_cards(prov: dict[str, Any]) -> str:
+    """One row per dataset the run read: counts, content hash, source and licence (from its README)."""
+    rows = []
+    for name, d in sorted((prov.get("datasets") or {}).items()):
+        card = d.get("card") or {}
+        counts = ", ".join(f"{k.replace('_', ' ')} {v:,}" for k, v in (card.get("counts") or {}).items() if v)
+        rows.append(f"<tr><td><b>{_e(name)}</b><div class=muted>{_e(d.get('path'))}</div></td><td>{escape(counts)}</td>"
+                    f"<td><code>{_e(d.get('sha256'))}</code></td><td>{_e(card.get('licence'))}</td>"
+                    f"<td>{_e(card.get('source'))}</td></tr>")
+    if not rows:
+        return ""
+    return ("<h2>Datasets</h2><table><tr><th>dataset</th><th>counts</th><th>content hash</th><th>licence</th>"
+            f"<th>source</th></tr>{''.join(rows)}</table>")
+
+
 def _capability_line(measures: Iterable[dict[str, Any]]) -> str:
     text = capability_text(measures)
     return f'<p class="capability"><b>{escape(text)}</b></p>' if text else ""
@@ -343,6 +358,7 @@ def render_html(results: dict[str, Any]) -> str:
         body += ["<h2>Retrieval quality by technique</h2>", charts]
     if lat:
         body += ["<h2>Latency ratios (dashed line: 1.0×)</h2>", lat]
+    body += [dataset_cards(results.get("provenance") or {})]
     body += [_spend_table(results.get("spend") or {}, results.get("estimate"))]
     body += ["<h2>All figures</h2>", _measure_table(measures), _bench_table(results.get("benchmarks", []))]
     prov = _provenance(results.get("provenance") or {})

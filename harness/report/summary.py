@@ -137,7 +137,7 @@ def spec_rows(collector: Collector, catalogue: Catalogue) -> list[dict[str, Any]
             "comparator": spec.comparator, "threshold": spec.threshold, "source": spec.source,
             "decision": {"rule": spec.decision.rule, "test": spec.decision.test, "alpha": spec.decision.alpha,
                          "confidence": spec.decision.confidence, "text": spec.decision.describe()},
-            "comparative": spec.comparative, "datasets": entries, "checks": len(cs),
+            "comparative": spec.comparative, "catalogue_dataset": list(spec.dataset), "datasets": entries, "checks": len(cs),
             "tests": [o["nodeid"] for o in os_], "supporting_tests": supporting.get(spec.id, 0),
             "message": next((o["message"] for o in os_ if o["message"]), ""), "_outcomes": os_,
             "kind": spec.kind, "control": _control_summary(spec, controls.get(spec.id, [])),

@@ -15,7 +15,8 @@ import numpy as np
 from scipy import stats as _st
 
 from harness.stats.intervals import (
-    Interval, bca_from_replicates, bca_interval, percentile_interval, t_interval, wilson_interval,
+    Interval, agresti_min_interval, agresti_min_sd, bca_from_replicates, bca_interval, percentile_interval, t_interval,
+    wilson_interval,
 )
 
 # Chosen by benchmarks/test_calibration.py on Cranfield (dense, BM25, hybrid; 225 topics): see README.
@@ -110,7 +111,8 @@ def paired_effect(candidate: Sequence[float], baseline: Sequence[float], *, rela
     if a.shape != b.shape or a.ndim != 1:
         raise ValueError(f"paired scores must be 1-D and the same length, got {a.shape} and {b.shape}")
     kind = "relative" if relative else "difference"
-    method = interval or VERDICT_INTERVAL[kind]
+    # paired 0/1 outcomes: Agresti-Min, which a set of ties (no discordant question) cannot collapse to (0, 0)
+    method = interval or ("agresti-min" if binary and not relative else VERDICT_INTERVAL[kind])
     n = len(a)
     d = a - b
     counts = dict(improved=int(np.sum(d > _TIE)), unchanged=int(np.sum(np.abs(d) <= _TIE)),
@@ -128,8 +130,11 @@ def paired_effect(candidate: Sequence[float], baseline: Sequence[float], *, rela
                   baseline_mean=mb, candidate_mean=ma, **counts)
     if not relative:
         est = float(d.mean()) if n else float("nan")
-        sd = float(d.std(ddof=1)) if n > 1 else float("nan")
-        ci = _interval(d, method, confidence, n_resamples, seed)
+        if method == "agresti-min":  # its sd, so that queries needed and the MDE agree with the interval
+            sd, ci = agresti_min_sd(a, b), agresti_min_interval(a, b, confidence=confidence)
+        else:
+            sd = float(d.std(ddof=1)) if n > 1 else float("nan")
+            ci = _interval(d, method, confidence, n_resamples, seed)
         att = (bounds[0] - mb, bounds[1] - mb) if bounds and n else None
         return Effect(kind, est, ci, n, sd, attainable=att, **common)
     if n == 0 or mb == 0.0:

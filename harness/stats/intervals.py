@@ -7,7 +7,9 @@ Three methods, chosen for verdicts by the calibration on real topics (`harness.s
 - `percentile_interval`: percentile bootstrap of the mean (Efron & Tibshirani 1993, §13.3);
 - `bca_interval`: bias-corrected and accelerated bootstrap (Efron 1987; Efron & Tibshirani 1993, §14.3),
   acceleration from the jackknife;
-- `wilson_interval`: the Wilson score interval of a binomial proportion (Wilson 1927), for one-sample rates.
+- `wilson_interval`: the Wilson score interval of a binomial proportion (Wilson 1927), for one-sample rates;
+- `agresti_min_interval`: the difference of two paired proportions (accuracy of two systems on the same
+  questions), Agresti & Min (2005): Wald on the table with 1/2 added to each cell.
 
 All return (low, high); degenerate inputs give an honest answer: n = 0 → (nan, nan), n = 1 → (-inf, inf)
 for the t interval (no spread can be estimated), all-equal values → (mean, mean).
@@ -111,6 +113,38 @@ def wilson_interval(successes: int, n: int, *, confidence: float = 0.95) -> Inte
     centre = (p + z * z / (2 * n)) / (1 + z * z / n)
     half = z * np.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / (1 + z * z / n)
     return (float(max(0.0, centre - half)), float(min(1.0, centre + half)))
+
+
+def agresti_min_interval(candidate: Sequence[float], baseline: Sequence[float], *,
+                         confidence: float = 0.95) -> Interval:
+    """Interval of mean(candidate) - mean(baseline) for paired 0/1 outcomes (Agresti & Min, Stat Med 2005,
+    24:729-740): add 1/2 to each cell of the 2x2 table, then Wald. With n questions, `i` improved (candidate
+    right, baseline wrong) and `d` degraded: p_i = (i + 1/2)/(n + 2), p_d = (d + 1/2)/(n + 2), centre p_i - p_d,
+    half-width z·sqrt((p_i + p_d - (p_i - p_d)^2)/(n + 2)). Unlike a t or bootstrap interval it does not
+    collapse to (0, 0) when no question is discordant: a few ties cannot decide a claim."""
+    centre, sd, n = _agresti_min(candidate, baseline)
+    if n == 0:
+        return (float("nan"), float("nan"))
+    half = float(_st.norm.ppf(0.5 + confidence / 2)) * sd / np.sqrt(n + 2)
+    return (float(max(-1.0, centre - half)), float(min(1.0, centre + half)))
+
+
+def agresti_min_sd(candidate: Sequence[float], baseline: Sequence[float]) -> float:
+    """The per-question standard deviation behind `agresti_min_interval`: sqrt(p_i + p_d - (p_i - p_d)^2)
+    (what sample sizes and detectable effects for a paired accuracy difference are computed from)."""
+    return _agresti_min(candidate, baseline)[1]
+
+
+def _agresti_min(candidate: Sequence[float], baseline: Sequence[float]) -> tuple[float, float, int]:
+    a, b = _values(candidate), _values(baseline)
+    if a.shape != b.shape:
+        raise ValueError(f"paired outcomes must have the same length, got {a.shape} and {b.shape}")
+    n = len(a)
+    if n == 0:
+        return float("nan"), float("nan"), 0
+    improved, degraded = float(np.sum((a > 0.5) & (b <= 0.5))), float(np.sum((a <= 0.5) & (b > 0.5)))
+    pi, pd = (improved + 0.5) / (n + 2), (degraded + 0.5) / (n + 2)
+    return pi - pd, float(np.sqrt(pi + pd - (pi - pd) ** 2)), n
 
 
 METHODS = {"t": t_interval, "percentile": percentile_interval, "bca": bca_interval}

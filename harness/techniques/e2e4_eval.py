@@ -22,6 +22,14 @@ def abstains(answer: str) -> bool:
     return bool(_ABSTAIN.search(answer))
 
 
+def handles_out_of_kb(answer: str, *, false_premise: bool = False) -> bool:
+    """The right response to a question the KB cannot answer: an abstention, or for a false-premise question
+    (FreshQA) a rejection of the premise (`harness.metrics.qa.rejects_premise`)."""
+    from harness.metrics.qa import rejects_premise
+
+    return abstains(answer) or (false_premise and rejects_premise(answer))
+
+
 def cites(answer: str) -> bool:
     return bool(_CITE.search(answer))
 

@@ -34,6 +34,8 @@ class AccuracyComparison:
     baseline: np.ndarray
     candidate: np.ndarray
     errors: list[str] = field(default_factory=list)
+    ids: list[str] = field(default_factory=list)  # the paired questions, in order
+    responses: list[tuple[str, str]] = field(default_factory=list)  # (baseline, candidate) per paired question
 
     @property
     def error_rate(self) -> float:
@@ -59,19 +61,31 @@ class AccuracyComparison:
 
 
 def compare_accuracy(queries: Sequence[Query], baseline: Callable[[str], str],
-                     candidate: Callable[[str], str]) -> AccuracyComparison:
-    """Answer every query with both systems; correct = a gold answer occurs in the output. A query on which
-    either system raises `LLMError` is left out of the pairing and listed in `errors`."""
+                     candidate: Callable[[str], str], *, concurrency: int = 1) -> AccuracyComparison:
+    """Answer every query with both systems (up to `concurrency` queries at once, each query's two answers one
+    after the other); correct = a gold answer occurs in the output. A query on which either system raises
+    `LLMError` is left out of the pairing and listed in `errors`."""
+    from harness.parallel import ordered_map
+
     missing = [q.id for q in queries if not q.metadata.get("answers")]
     if missing:
         raise ValueError(f"queries without gold 'answers': {', '.join(missing[:5])}")
-    base, cand, errors = [], [], []
-    for q in queries:
+
+    def both(q: Query) -> tuple[str, str] | None:
         try:
-            b, c = baseline(q.text), candidate(q.text)
+            return baseline(q.text), candidate(q.text)
         except LLMError:
-            errors.append(q.id)
+            return None
+
+    out = AccuracyComparison(np.zeros(0), np.zeros(0))
+    base, cand = [], []
+    for q, pair in zip(queries, ordered_map(both, list(queries), concurrency)):
+        if pair is None:
+            out.errors.append(q.id)
             continue
-        base.append(answer_match(b, q.metadata["answers"]))
-        cand.append(answer_match(c, q.metadata["answers"]))
-    return AccuracyComparison(np.array(base, dtype=float), np.array(cand, dtype=float), errors)
+        out.ids.append(q.id)
+        out.responses.append(pair)
+        base.append(answer_match(pair[0], q.metadata["answers"]))
+        cand.append(answer_match(pair[1], q.metadata["answers"]))
+    out.baseline, out.candidate = np.array(base, dtype=float), np.array(cand, dtype=float)
+    return out

@@ -113,6 +113,10 @@ class Services:
         if value is None and name in self.factories:
             value = self.factories[name]()
             setattr(self, name, value)
+        if value is None and name == "web" and self.config.harness.web_search_url:
+            from harness.techniques.crag import SearxngWebSearch
+
+            value = self.web = SearxngWebSearch(self.config.harness.web_search_url)
         if value is None:
             raise LookupError(f"this technique needs the service {name!r}; pass Services({name}=...)")
         return value

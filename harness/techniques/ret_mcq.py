@@ -1,9 +1,11 @@
-"""Multiple choice with RET: options derived from the retail KB's facts, the LLM's pick, and the option
-scores that blend the pick, lexical support and (RET on) fingerprint coverage."""
+"""Multiple choice with RET: the study's questions (the retail KB's derived MCQ, or a QA set with hallucinated
+answers and qrels such as HaluEval), the LLM's pick, and the option scores that blend the pick, lexical support
+and (RET on) fingerprint coverage."""
 from __future__ import annotations
 
 import random
 import re
+from dataclasses import dataclass
 from typing import Any, Sequence
 
 from harness.metrics.text import answer_match
@@ -14,8 +16,34 @@ from harness.types import Hit, Trace
 LETTERS = "ABCD"
 
 
-def mcq_items(queries: Sequence[Any], seed: int) -> list[tuple[Any, list[str], int]]:
-    """(query, four options, gold index) per retail-KB direct query: the gold answer and three distractors
+@dataclass(frozen=True)
+class RetQuestion:
+    """A question of RET's study: its text, its gold answer(s), and what makes a retrieved passage
+    answer-relevant (the label gates 2 and 3 rank against)."""
+
+    id: str
+    text: str
+    answers: tuple[str, ...]
+    all_parts: bool = False  # True: `answers` are parts of one answer, all required (retail KB "a; b")
+    relevant_ids: frozenset[str] = frozenset()  # judged passages (qrels): a hit is relevant when it is one
+    references: tuple[str, ...] = ()  # retail KB: the pages the answer comes from
+
+    def is_relevant(self, hit: Hit) -> bool:
+        """A judged passage (qrels), or else a chunk of a referenced page that states (part of) the answer."""
+        if self.relevant_ids:
+            return hit.id in self.relevant_ids
+        return hit.metadata.get("filename") in self.references and any(answer_match(hit.text, a) for a in self.answers)
+
+    def answered_by(self, response: str) -> bool:
+        hits = [bool(answer_match(response, a)) for a in self.answers]
+        return all(hits) if self.all_parts else any(hits)
+
+
+MCQ = tuple[RetQuestion, list[str], int]  # (question, options, gold index)
+
+
+def mcq_items(queries: Sequence[Any], seed: int) -> list[MCQ]:
+    """(question, four options, gold index) per retail-KB direct query: the gold answer and three distractors
     drawn from the same fact's other values, shuffled with a generator seeded by `seed` and the query id."""
     from harness.data.retail_kb import CATEGORIES
 
@@ -27,14 +55,40 @@ def mcq_items(queries: Sequence[Any], seed: int) -> list[tuple[Any, list[str], i
         wrong = [fact.answer.format(v=v) for v in fact.values if fact.answer.format(v=v) != q.ground_truth]
         options = rng.sample(wrong, min(3, len(wrong))) + [q.ground_truth]
         rng.shuffle(options)
-        items.append((q, options, options.index(q.ground_truth)))
+        items.append((retail_question(q), options, options.index(q.ground_truth)))
     return items
 
 
-def answer_relevant(hit: Hit, q: Any) -> bool:
-    """A chunk of a referenced page that states (part of) the gold answer."""
-    parts = [p.strip() for p in q.ground_truth.split(";")]
-    return hit.metadata.get("filename") in q.context_reference and any(answer_match(hit.text, p) for p in parts)
+def retail_question(q: Any) -> RetQuestion:
+    return RetQuestion(q.query_id, q.query, tuple(p.strip() for p in q.ground_truth.split(";")), all_parts=True,
+                       references=tuple(q.context_reference))
+
+
+def retail_study(inputs: Any, n: int, seed: int) -> tuple[list[MCQ], list[RetQuestion]]:
+    """The shipped KB's study: MCQ from its direct queries, open QA from its multi-hop ones (n of each)."""
+    mcq = mcq_items([q for q in inputs.queries if q.query_type == "direct"][:n], seed=seed)
+    return mcq, [retail_question(q) for q in inputs.queries if q.query_type == "multi_hop"][:n]
+
+
+def qa_study(ds: Any, n: int, seed: int) -> tuple[list[MCQ], list[RetQuestion]]:
+    """A QA set with hallucinated answers and qrels (HaluEval) as RET's study: its first n judged questions as
+    four-option MCQ (right answer, hallucinated answer, two right answers of other questions; seeded, answer
+    position balanced: `harness.data.qa.mcq_from_qa`), the next n as open QA; a passage is answer-relevant when
+    the qrels judge it relevant to the question."""
+    from harness.data.qa import mcq_from_qa
+
+    usable = [i for i in ds.items if i.hallucinated_answer and any(g > 0 for g in ds.qrels.get(i.id, {}).values())]
+    if len(usable) < 4:
+        raise ValueError(f"{ds.name}: RET's study needs at least 4 questions with a hallucinated answer and qrels")
+
+    def question(item: Any) -> RetQuestion:
+        rel = frozenset(d for d, g in ds.qrels[item.id].items() if g > 0)
+        return RetQuestion(item.id, item.text, tuple(item.answers), relevant_ids=rel)
+
+    first = usable[:max(n, 4)]  # four options need at least four questions
+    by_id = {i.id: i for i in first}
+    mcq = [(question(by_id[m.id]), m.option_texts, m.answer_index) for m in mcq_from_qa(first, seed=seed)]
+    return mcq, [question(i) for i in usable[len(first):len(first) + n]]
 
 
 def mcq_prompt(question: str, options: Sequence[str], docs: Sequence[Hit], table: str | None) -> str:
