@@ -12,7 +12,7 @@ import pytest
 from harness.data import load_experiment_inputs
 from harness.retrieval.rerank import make_reranker
 from harness.runner import run_experiments
-from harness.stats.effect import proportion_effect
+from harness.stats.effect import paired_effect, proportion_effect
 from harness.techniques.e2e4_eval import (abstains, compare, context_recall, handles_out_of_kb, load_rows,
                                          summarize)
 from harness.metrics.text import answer_match
@@ -140,7 +140,7 @@ def negatives_study(llm, embedder, harness_config, qa_set, tmp_path_factory):
         for e, pipe in pipes.items():
             answer = pipe.run(item.text).answer
             out[e] = {"answer": answer, "safe": handles_out_of_kb(answer, false_premise=item.false_premise),
-                      "abstained": abstains(answer), "matches_gold": bool(answer_match(answer, list(item.answers)))}
+                      "matches_gold": bool(answer_match(answer, list(item.answers)))}
         bar.advance()
         return out
 
@@ -159,8 +159,6 @@ def test_e4_handles_public_out_of_kb_questions(negatives_study, negatives_name, 
                 model=negatives_study["model"], n=len(rows))
     e4 = np.array([r["e4"]["safe"] for r in rows], dtype=float)
     e2 = np.array([r["e2"]["safe"] for r in rows], dtype=float)
-    from harness.stats.effect import paired_effect
-
     vs_e2 = paired_effect(e4, e2, binary=True, seed=1) if len(rows) > 1 else None
     check("E2E4-FR6-3-PUBLIC", proportion_effect([bool(x) for x in e4]), model=negatives_study["model"],
           dataset=negatives, technique="e4", available=len(rows), rate_by_experiment=rates,

@@ -220,16 +220,16 @@ def _crag_web(qa, embedder, harness_config):
     simulation of `harness.retrieval.simulated_web` (a seeded share of gold passages moved out of the corpus
     into a BM25-searched collection among distractors). Both stores persist under the cache dir (keyed by the
     share and seed); their vectors come from the embedding cache once the set has been indexed."""
+    from harness.fixtures import persistent_index
     from harness.retrieval import Retriever
     from harness.retrieval.index.lancedb_store import LanceStore
     from harness.retrieval.simulated_web import withhold_gold
-    from harness.techniques.crag import LocalWebSearch, SearxngWebSearch
+    from harness.techniques.crag import LocalWebSearch
+    from harness.techniques.registry import Services
 
     d = harness_config.harness.datasets
-    if harness_config.harness.web_search_url:
-        store = LanceStore(harness_config.harness.cache_dir / "lancedb" / qa.name, "corpus")
-        store.index(list(qa.corpus.values()), embedder)
-        return store, SearxngWebSearch(harness_config.harness.web_search_url), None
+    if harness_config.harness.web_search_url:  # the whole corpus, and the configured web (Services builds it)
+        return persistent_index(qa, embedder, harness_config), Services(harness_config).require("web"), None
     sim = withhold_gold(qa.corpus, qa.qrels, share=d.crag_withheld_share, seed=harness_config.harness.seed)
     key = f"{qa.name}-withheld-{d.crag_withheld_share:g}-seed{sim.seed}"
     internal = LanceStore(harness_config.harness.cache_dir / "lancedb" / key, "internal")

@@ -134,3 +134,18 @@ def test_trace_charges_each_threads_calls_to_its_own_stage():
     by_name = {s.name: s for s in trace.stages}
     assert all(by_name[f"s{i}"].calls == 50 and by_name[f"s{i}"].prompt_tokens == 50 * i for i in range(8))
     assert trace.llm_calls == 400 and len(trace.events) == 8
+
+
+def test_a_configured_web_search_url_is_the_web_unless_one_is_given():
+    from harness.config import load_config
+    from harness.techniques.crag import SearxngWebSearch
+    from harness.techniques.registry import Services
+
+    cfg = load_config(**{"harness.web_search_url": "http://127.0.0.1:8888"})
+    web = Services(cfg).require("web")
+    assert isinstance(web, SearxngWebSearch) and web.base_url == "http://127.0.0.1:8888"
+    mine = object()
+    assert Services(cfg, factories={"web": lambda: mine}).require("web") is mine
+    assert Services(cfg, web=mine).require("web") is mine
+    with pytest.raises(LookupError, match="needs the service 'web'"):
+        Services().require("web")

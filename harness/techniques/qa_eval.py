@@ -77,15 +77,10 @@ def compare_accuracy(queries: Sequence[Query], baseline: Callable[[str], str],
         except LLMError:
             return None
 
-    out = AccuracyComparison(np.zeros(0), np.zeros(0))
-    base, cand = [], []
-    for q, pair in zip(queries, ordered_map(both, list(queries), concurrency)):
-        if pair is None:
-            out.errors.append(q.id)
-            continue
-        out.ids.append(q.id)
-        out.responses.append(pair)
-        base.append(answer_match(pair[0], q.metadata["answers"]))
-        cand.append(answer_match(pair[1], q.metadata["answers"]))
-    out.baseline, out.candidate = np.array(base, dtype=float), np.array(cand, dtype=float)
-    return out
+    pairs = list(zip(queries, ordered_map(both, list(queries), concurrency)))
+    answered = [(q, pair) for q, pair in pairs if pair is not None]
+    return AccuracyComparison(
+        np.array([answer_match(b, q.metadata["answers"]) for q, (b, _) in answered], dtype=float),
+        np.array([answer_match(c, q.metadata["answers"]) for q, (_, c) in answered], dtype=float),
+        errors=[q.id for q, pair in pairs if pair is None], ids=[q.id for q, _ in answered],
+        responses=[pair for _, pair in answered])

@@ -108,15 +108,18 @@ class Services:
     factories: dict[str, Callable[[], Any]] = field(default_factory=dict)
     llm_for: Callable[[str], Any] | None = None
 
+    def __post_init__(self) -> None:
+        url = self.config.harness.web_search_url
+        if url:  # the configured SearXNG instance is the web, unless a factory for it was given
+            from harness.techniques.crag import SearxngWebSearch
+
+            self.factories = {"web": lambda: SearxngWebSearch(url), **self.factories}
+
     def require(self, name: str) -> Any:
         value = getattr(self, name, None)
         if value is None and name in self.factories:
             value = self.factories[name]()
             setattr(self, name, value)
-        if value is None and name == "web" and self.config.harness.web_search_url:
-            from harness.techniques.crag import SearxngWebSearch
-
-            value = self.web = SearxngWebSearch(self.config.harness.web_search_url)
         if value is None:
             raise LookupError(f"this technique needs the service {name!r}; pass Services({name}=...)")
         return value
