@@ -176,7 +176,7 @@ def main(argv: list[str] | None = None) -> int:
     run.add_argument("--model", default="local/smollm2-135m-instruct", help="litellm model string or local/<alias>")
     run.add_argument("--dry-run", action="store_true", help="scripted model, weight-free embedder, no network")
     run.add_argument("--overwrite", action="store_true", help="reprocess every query (and re-index)")
-    run.add_argument("--limit", type=int, default=None, help="only the first N queries")
+    run.add_argument("--limit", type=int, default=None, help="only N queries: the first of each query type in turn")
     run.add_argument("--concurrency", type=int, default=None,
                      help="(query, experiment) tasks in flight (default: harness.llm.concurrency: 8 for API models, "
                           "1 for local/*)")

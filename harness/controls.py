@@ -226,6 +226,20 @@ def _crag_no_web(mp: Any) -> None:
     mp.setattr(crag.CRAG, "correct", correct)
 
 
+@control("crag-discards-all-knowledge", breaks="CRAG's correction discards every document, corpus and web alike "
+                                                "(the generator answers from the question alone)")
+def _crag_no_knowledge(mp: Any) -> None:
+    from harness.techniques import crag
+
+    orig = crag.CRAG.correct
+
+    def correct(self, query, docs, trace):
+        action, conf, _ = orig(self, query, docs, trace)
+        return action, conf, []
+
+    mp.setattr(crag.CRAG, "correct", correct)
+
+
 @control("crag-ambiguous-web-only", breaks="CRAG replaces the corpus results by web results on AMBIGUOUS")
 def _crag_ambiguous(mp: Any) -> None:
     from harness.techniques import crag
@@ -253,13 +267,6 @@ def _crag_whole(mp: Any) -> None:
     from harness.retrieval import chunking
 
     replace_everywhere(mp, chunking.knowledge_strips, lambda text, *a, **kw: [text] if text.strip() else [])
-
-
-@control("answer-match-ignores-gold", breaks="answer scoring counts every answer as matching the gold answer")
-def _match_all(mp: Any) -> None:
-    from harness.metrics import text
-
-    replace_everywhere(mp, text.answer_match, lambda prediction, answers: 1.0)
 
 
 # ---------------------------------------------------------------- query rewriting

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Sequence
 
-from harness.data.experiment import ExperimentInputs, QueryInput, load_experiment_inputs
+from harness.data.experiment import ExperimentInputs, QueryInput, first_of_each_type, load_experiment_inputs
 from harness.retrieval.index.lancedb_store import LanceStore
 from harness.llm.client import LLMClient, LLMError
 from harness.llm.spend import BudgetExhausted
@@ -147,7 +147,8 @@ def run_experiments(kb_dir: str | Path, out_dir: str | Path, *, experiments: Seq
                     limit: int | None = None, config: HarnessConfig | None = None, concurrency: int = 1) -> RunSummary:
     """Run the experiments over every query, appending one fsync'ed JSONL line per result. With `concurrency`
     > 1 the experiments of a query run side by side and that many (query, experiment) tasks are in flight;
-    lines then land in completion order (resume reads ids, not positions)."""
+    lines then land in completion order (resume reads ids, not positions). `limit` runs the first `limit`
+    queries taking each query type in turn (`first_of_each_type`)."""
     log = file_logger(log_dir)
     t_start = time.perf_counter()
     out = Path(out_dir)
@@ -158,7 +159,7 @@ def run_experiments(kb_dir: str | Path, out_dir: str | Path, *, experiments: Seq
     inputs = load_experiment_inputs(kb_dir, strict=False)
     for err in inputs.skipped.errors:
         log.error("skipping malformed query: %s", err)
-    queries: list[QueryInput] = inputs.queries[:limit] if limit else inputs.queries
+    queries: list[QueryInput] = first_of_each_type(inputs.queries, limit)
     counts: dict[str, int] = {}
     for q in queries:
         counts[q.query_type] = counts.get(q.query_type, 0) + 1

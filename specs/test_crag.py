@@ -132,3 +132,39 @@ def test_unparseable_judge_is_counted_never_a_middle_score(scripted_llm, unit_re
         "wing stall", generate=False)
     assert res.trace.called("crag_fallback") and res.action == AMBIGUOUS and res.refinement.kept == []
     assert res.refinement.unscored == res.refinement.strips > 0
+
+
+@pytest.mark.spec("CRAG-005")
+def test_crag_recovers_withheld_knowledge(scripted_llm, hashing_embedder, tmp_path):
+    """CRAG-005's premise end to end on a tiny set: half the gold passages withheld from the corpus
+    (`withhold_gold`), the web a BM25 search over them among distractors, a scripted generator that repeats
+    its context (it is right exactly when the gold passage reaches it). Plain RAG answers the kept half;
+    CRAG, which searches the web when the corpus fails its evaluator, answers all (hand-computed: +0.5)."""
+    from harness.retrieval.index.lancedb_store import LanceStore
+    from harness.retrieval import Retriever
+    from harness.retrieval.simulated_web import withhold_gold
+    from harness.techniques.crag import LocalWebSearch
+    from harness.techniques.qa_eval import compare_accuracy, plain_rag
+    from harness.types import Document, Query
+
+    topics = ["glacier", "volcano", "harbour", "orchard", "lighthouse", "canyon", "monastery", "vineyard"]
+    answers = ["Quendor", "Brassik", "Yolvane", "Triskel", "Mardov", "Pelnath", "Oskaro", "Zimbrel"]
+    corpus = {f"g{i}": Document(f"g{i}", f"The {t} keeper is named {a}.") for i, (t, a) in enumerate(zip(topics, answers))}
+    corpus |= {f"x{i}": Document(f"x{i}", f"Filler passage {i} about weather and tides.") for i in range(8)}
+    qrels = {f"q{i}": {f"g{i}": 1} for i in range(8)}
+    sim = withhold_gold(corpus, qrels, share=0.5, seed=3)
+    internal, web = LanceStore(tmp_path / "db", "internal"), LanceStore(tmp_path / "db", "web")
+    internal.index(sim.internal, hashing_embedder)
+    web.index(sim.web, hashing_embedder)
+    llm = scripted_llm(lambda messages, params: messages[-1]["content"], name="repeats-context")
+    corpus_ret = Retriever(internal, hashing_embedder)
+    crag = CRAG(corpus_ret, LocalWebSearch(Retriever(web, hashing_embedder, "bm25")),
+                RetrievalEvaluator(lexical_scorer()), llm, k=2)
+    queries = [Query(f"q{i}", f"What is the {t} keeper named?", {"answers": [a]})
+               for i, (t, a) in enumerate(zip(topics, answers))]
+    cmp_ = compare_accuracy(queries, plain_rag(llm, corpus_ret, k=2), lambda q: crag.run(q).answer)
+    withheld = np.array([sim.gold_withheld(qrels[q.id]) for q in queries])
+    assert withheld.sum() == 4
+    assert cmp_.baseline.tolist() == (~withheld).astype(float).tolist()  # plain RAG: the kept half
+    assert cmp_.candidate.tolist() == [1.0] * 8  # CRAG: the web brings back the withheld half
+    assert cmp_.delta == pytest.approx(0.5)

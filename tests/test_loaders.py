@@ -99,3 +99,21 @@ def test_experiment_query_errors(tmp_path: Path):
     (tmp_path / "queries.jsonl").write_text(json.dumps(missing) + "\n")
     with pytest.raises(DataError, match=r"queries.jsonl:1: field 'ground_truth'"):
         load_experiment_inputs(tmp_path)
+
+
+def test_first_of_each_type_takes_the_types_in_turn():
+    from harness.data.experiment import QueryInput, first_of_each_type
+
+    def q(i, t):
+        return QueryInput(query_id=f"q{i}", query_type=t, query="x", ground_truth="", context_reference=[])
+
+    qs = [q(1, "direct"), q(2, "direct"), q(3, "direct"), q(4, "multi_hop"), q(5, "negative"), q(6, "negative")]
+    # in turn: q1 (direct), q4 (multi_hop), q5 (negative), q2 (direct); file order kept
+    assert [x.query_id for x in first_of_each_type(qs, 4)] == ["q1", "q2", "q4", "q5"]
+    assert [x.query_id for x in first_of_each_type(qs, 2)] == ["q1", "q4"]
+    assert first_of_each_type(qs, 0) == qs and first_of_each_type(qs, 99) == qs
+    # the shipped KB: 30 of its 150 queries are 10 of each type
+    kb = load_experiment_inputs(Path(__file__).resolve().parents[1] / "fixtures" / "retail_kb").queries
+    picked = first_of_each_type(kb, 30)
+    assert {t: sum(x.query_type == t for x in picked) for t in ("direct", "multi_hop", "negative")} == \
+        {"direct": 10, "multi_hop": 10, "negative": 10}

@@ -114,3 +114,22 @@ def load_experiment_inputs(kb_dir: str | Path, *, strict: bool = True) -> Experi
     skips = SkipLog()
     queries = load_queries_jsonl(kb / "queries.jsonl", strict=strict, skips=skips)
     return ExperimentInputs(pages, structure, queries, skips)
+
+
+def first_of_each_type(queries: list[QueryInput], n: int | None) -> list[QueryInput]:
+    """The first `n` queries taking each query type in turn (file order within a type, types in order of first
+    appearance), so a short run covers direct, multi-hop and negative queries alike; all of them when `n` is
+    None or 0. The selection keeps file order."""
+    if not n or n >= len(queries):
+        return list(queries)
+    by_type: dict[str, list[QueryInput]] = {}
+    for q in queries:
+        by_type.setdefault(q.query_type, []).append(q)
+    chosen: set[str] = set()
+    lanes = [iter(v) for v in by_type.values()]
+    while len(chosen) < n:
+        for lane in lanes:
+            q = next(lane, None)
+            if q is not None and len(chosen) < n:
+                chosen.add(q.query_id)
+    return [q for q in queries if q.query_id in chosen]
