@@ -20,6 +20,9 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
         # harness.datasets.retrieval names the sets; unset, every BEIR folder under the data directory
         names = list(h.datasets.retrieval) if h.datasets.retrieval is not None else available_datasets(h.data_dir)
         metafunc.parametrize("dataset_name", names or ["(no dataset)"], scope="session")
+    if "judge_name" in metafunc.fixturenames:  # one verdict per judge (--judge, repeatable; default the --llm)
+        h = harness_config_of(metafunc.config).harness
+        metafunc.parametrize("judge_name", list(dict.fromkeys(h.judge.models)) or [h.llm.model])
     if "negatives_name" in metafunc.fixturenames:  # E2-E4 on out-of-KB questions: one verdict per set
         metafunc.parametrize("negatives_name", harness_config_of(metafunc.config).harness.datasets.negatives)
 
@@ -73,3 +76,16 @@ def uncached_llm(llm):
 
     provenance.note_model(llm.label, traffic="live")
     return llm.with_cache(None)
+
+
+@pytest.fixture(scope="session")
+def judge_agreement(judges, qa_set, harness_config):
+    """Every judge (and the lexical baseline) on a seeded sample of HaluEval items (half right, half
+    hallucinated answers, the gold passage as context), twice for LLM judges: κ, accuracy, flip rate, α."""
+    from harness.judge.labelled import halueval_items
+    from harness.judge.study import measure_agreement
+
+    h = harness_config.harness
+    qa = qa_set("judge")
+    items = halueval_items(qa, h.judge.agreement_items, seed=h.seed)
+    return measure_agreement(judges, items, qa.name, seed=h.judge.seed)

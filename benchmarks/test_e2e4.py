@@ -238,3 +238,87 @@ def test_dry_run_time(tmp_path, check):
     s = run_experiments(KB, tmp_path / "out", dry_run=True, log_dir=tmp_path / "logs")
     assert s.written == {"e2": 150, "e3": 150, "e4": 150}
     check("E2E4-FR7-1", time.perf_counter() - t0, queries=150, experiments=3)
+
+
+# ---------------------------------------------------------------- hallucination and faithfulness (issue 19)
+@pytest.fixture(scope="module")
+def judged(study, judges, judge_agreement, harness_config):
+    """Every E2/E3/E4 answer judged claim by claim against the chunks its pipeline was given, by the primary
+    judge (the first --judge, default the --llm model) and by the judge-free lexical baseline."""
+    from harness.judge import LexicalJudge
+    from harness.judge.study import judge_answers
+
+    h = harness_config.harness
+    judge = judges[0]
+    out = {}
+    for name, jdg in ((judge.name, judge), ("lexical", LexicalJudge())):
+        out[name] = {e: judge_answers(jdg, [(r["query"], "\n\n".join(c["text"] for c in r["retrieved_chunks"]),
+                                             r["llm_answer"]) for r in rows],
+                                      max_claims=h.judge.max_claims, seed=h.judge.seed, stage=f"judging {e} answers")
+                     for e, rows in study["rows"].items()}
+    return {"by_judge": out, "judge": judge.name, "reliability": judge_agreement.reliability[judge.name]}
+
+
+def _per_query(study, judged, judge: str, exp: str, attr: str) -> dict[str, float]:
+    return {r["query_id"]: getattr(j, attr) for r, j in zip(study["rows"][exp], judged["by_judge"][judge][exp])}
+
+
+def _paired_hallucination(study, judged, candidate: str, baseline: str):
+    c = _per_query(study, judged, judged["judge"], candidate, "hallucination_rate")
+    b = _per_query(study, judged, judged["judge"], baseline, "hallucination_rate")
+    ids = [q for q in c if q in b and np.isfinite(c[q]) and np.isfinite(b[q])]
+    return paired_effect([c[q] for q in ids], [b[q] for q in ids]), ids
+
+
+def _judged_ctx(study, judged, **kw):
+    rel = judged["reliability"]
+    return _ctx(study, judge=judged["judge"], judge_reliability=rel.as_context(),
+                judge_kappa=rel.kappa, judge_flip_rate=rel.flip_rate, **kw)
+
+
+@pytest.mark.spec("E2E4-HALLU-1", "E2E4-HALLU-2")
+def test_hallucination_rate_paired(study, judged, spec, check, measure):
+    candidate, baseline = {"E2E4-HALLU-1": ("e3", "e2"), "E2E4-HALLU-2": ("e4", "e3")}[spec.id]
+    if spec.id == "E2E4-HALLU-1":  # the per-experiment, per-query-type figures, once
+        for judge, by_exp in judged["by_judge"].items():
+            for e, js in by_exp.items():
+                types = [r["metadata"].get("query_type", "?") for r in study["rows"][e]]
+                for qtype in sorted(set(types)) + ["all"]:
+                    sel = [j for j, t in zip(js, types) if qtype in ("all", t)]
+                    ruled = [j for j in sel if j.ruled]
+                    for name in ("faithfulness", "hallucination_rate"):
+                        vals = [getattr(j, name) for j in ruled]
+                        measure(f"{name}:{qtype}", float(np.mean(vals)) if vals else float("nan"), technique=e,
+                                judge=judge, **_ctx(study, n=len(ruled), answers=len(sel),
+                                                    abstained=sum(bool(j.extra.get("abstained")) for j in sel),
+                                                    failed_rulings=sum(j.failures for j in sel),
+                                                    claims_cut=sum(j.claims_cut for j in sel)))
+        from harness.judge import context_precision, context_recall as id_recall
+
+        for e, rows in study["rows"].items():  # no judge: the queries' gold pages (context_reference)
+            gold_rows = [r for r in rows if r.get("context_reference")]
+            for name, fn in (("context_precision", context_precision), ("context_recall", id_recall)):
+                vals = [fn([c["metadata"]["filename"] for c in r["retrieved_chunks"]], set(r["context_reference"]))
+                        for r in gold_rows]
+                measure(name, float(np.mean(vals)) if vals else float("nan"), technique=e,
+                        **_ctx(study, n=len(vals), gold="context_reference pages (no judge)"))
+    effect, ids = _paired_hallucination(study, judged, candidate, baseline)
+    lexical = _per_query(study, judged, "lexical", candidate, "hallucination_rate")
+    lexical_b = _per_query(study, judged, "lexical", baseline, "hallucination_rate")
+    lex_ids = [q for q in lexical if q in lexical_b and np.isfinite(lexical[q]) and np.isfinite(lexical_b[q])]
+    lex = paired_effect([lexical[q] for q in lex_ids], [lexical_b[q] for q in lex_ids]) if lex_ids else None
+    check(spec.id, effect, **_judged_ctx(study, judged, available=len(ids), candidate=candidate, baseline=baseline,
+                                         lexical_difference=lex.estimate if lex else None,
+                                         lexical_ci=list(lex.ci) if lex else None))
+
+
+@pytest.mark.spec("E2E4-HALLU-NEG")
+def test_e4_answers_fewer_negatives(study, check):
+    rows = {e: {r["query_id"]: r for r in study["rows"][e] if r["metadata"].get("query_type") == "negative"}
+            for e in ("e2", "e4")}
+    ids = sorted(set(rows["e2"]) & set(rows["e4"]))
+    answered = {e: [not abstains(rows[e][q]["llm_answer"]) for q in ids] for e in rows}
+    effect = paired_effect([float(x) for x in answered["e4"]], [float(x) for x in answered["e2"]], binary=True)
+    check("E2E4-HALLU-NEG", effect, **_ctx(study, available=len(ids),
+                                           answered={e: float(np.mean(v)) if v else None for e, v in answered.items()},
+                                           detector="harness.metrics.qa.is_abstention"))

@@ -144,9 +144,21 @@ class DatasetSettings(_Strict):
     ret: str = "halueval-qa"  # RET's gates: QA with hallucinated answers as MCQ, or "retail_kb" (the shipped KB)
     negatives: list[str] = Field(default_factory=lambda: ["freshqa", "simpleqa"])  # E2-E4 out-of-KB questions
     capability: str = "mmlu"  # the model-capability line: an MCQ set
+    judge: str = "halueval-qa"  # the judge's agreement with labels: QA with right and hallucinated answers + qrels
     # CRAG-005's simulated web: this share of the gold passages is withheld from the internal corpus and held,
     # among as many distractors, by the "web" collection (BM25); harness.web_search_url replaces the simulation
     crag_withheld_share: float = Field(default=0.4, gt=0, lt=1)
+
+
+class JudgeSettings(_Strict):
+    """The judge of answer-level metrics (harness.judge): which models, how they rule, what measures them."""
+
+    # litellm model strings or local/* aliases (--judge, repeatable); empty: the run's LLM (--llm)
+    models: list[str] = Field(default_factory=list)
+    temperature: float = Field(default=0.0, ge=0)  # the judge's sampling temperature (flip rate is measured at it)
+    max_claims: int = Field(default=8, ge=1)  # claims judged per answer; the rest are counted as cut
+    agreement_items: int = Field(default=400, ge=2)  # HaluEval items judged for kappa and flip rate (benchmark tier)
+    seed: int = 0  # the first ruling's seed; the self-consistency pass uses seed + 1, uncached
 
 
 class HarnessSettings(_Strict):
@@ -161,6 +173,7 @@ class HarnessSettings(_Strict):
     datasets: DatasetSettings = Field(default_factory=DatasetSettings)
     web_search_url: str | None = None  # a SearXNG instance: CRAG and WSOP search it instead of a local collection
     llm: LLMSettings = Field(default_factory=LLMSettings)
+    judge: JudgeSettings = Field(default_factory=JudgeSettings)
 
     def dataset_path(self, name: str | Path) -> Path:
         """A dataset setting as a folder: a path as given when absolute, else under `data_dir`."""

@@ -1023,3 +1023,83 @@ def _int8_truncates(mp: Any) -> None:
         self.tokenizer.enable_truncation(8)
 
     mp.setattr(embed.OnnxMiniLMEmbedder, "__init__", init)
+
+
+# ---------------------------------------------------------------- judge metrics and reliability
+@control("faithfulness-counts-any-support-as-full", breaks="faithfulness reads 1 when any claim is supported")
+def _faith_any(mp: Any) -> None:
+    from harness.judge import metrics
+
+    replace_everywhere(mp, metrics.faithfulness,
+                       lambda verdicts: (1.0 if any(verdicts) else 0.0) if len(verdicts) else float("nan"))
+
+
+@control("context-precision-ignores-rank", breaks="context precision is relevant / retrieved, whatever their ranks")
+def _ctx_precision_flat(mp: Any) -> None:
+    from harness.judge import metrics
+
+    replace_everywhere(mp, metrics.context_precision,
+                       lambda ranked, relevant: sum(d in relevant for d in ranked) / len(ranked) if ranked else 0.0)
+
+
+@control("kappa-ignores-chance", breaks="Cohen's kappa is the raw agreement (no chance correction)")
+def _kappa_raw(mp: Any) -> None:
+    from harness.judge import reliability
+
+    replace_everywhere(mp, reliability.cohen_kappa,
+                       lambda a, b: sum(x == y for x, y in zip(a, b)) / len(a) if len(a) else float("nan"))
+
+
+@control("lexical-judge-sees-no-context", breaks="the lexical baseline checks each claim against an empty context")
+def _lexical_blind(mp: Any) -> None:
+    from harness.judge import claims
+
+    orig = claims.lexical_support
+    replace_everywhere(mp, orig, lambda claim, context, **kw: orig(claim, "", **kw))
+
+
+@control("unreliable-judge-not-flagged", breaks="no judge is ever flagged unreliable")
+def _judge_never_flagged(mp: Any) -> None:
+    from harness.judge.reliability import JudgeReliability
+
+    mp.setattr(JudgeReliability, "reasons", property(lambda self: []))
+
+
+@control("judge-sees-no-context", breaks="the LLM judge is shown an empty context for every claim")
+def _judge_blind(mp: Any) -> None:
+    import dataclasses
+
+    from harness.judge.llm_judge import LLMJudge
+
+    orig = LLMJudge.supported
+    mp.setattr(LLMJudge, "supported", lambda self, item, **kw: orig(self, dataclasses.replace(item, context=""), **kw))
+
+
+@control("judge-second-ruling-random", breaks="the judge's fresh (second) rulings are coin flips")
+def _judge_coin(mp: Any) -> None:
+    import random
+
+    from harness.judge.llm_judge import LLMJudge
+
+    orig, rng = LLMJudge.supported, random.Random(0)
+
+    def supported(self, item, *, seed=None, fresh=False):
+        return rng.random() < 0.5 if fresh else orig(self, item, seed=seed, fresh=fresh)
+
+    mp.setattr(LLMJudge, "supported", supported)
+
+
+@control("e3-answers-without-context", breaks="E3 generates from no sources (its reranked chunks are retrieved, not given)")
+def _e3_blind(mp: Any) -> None:
+    from harness.techniques import e2e4
+
+    mp.setattr(e2e4.E3Filtered, "generate",
+               lambda self, query, hits, trace=None: e2e4.Experiment.generate(self, query, [], trace))
+
+
+@control("e4-answers-without-context", breaks="E4 generates from no sources (its reranked chunks are retrieved, not given)")
+def _e4_blind(mp: Any) -> None:
+    from harness.techniques import e2e4
+
+    orig = e2e4.E4Reasoning.generate
+    mp.setattr(e2e4.E4Reasoning, "generate", lambda self, query, hits, trace=None: orig(self, query, [], trace))

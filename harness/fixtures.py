@@ -18,7 +18,7 @@ from harness.catalogue import Catalogue, Spec
 from harness.report.collector import jsonable
 from harness.config import HarnessConfig
 
-__all__ = ["spec", "check", "measure", "harness_config", "catalogue", "embedder", "hashing_embedder", "make_index", "beir_dataset", "corpus",
+__all__ = ["spec", "check", "measure", "harness_config", "catalogue", "judges", "embedder", "hashing_embedder", "make_index", "beir_dataset", "corpus",
            "qa_set", "mcq_set",
            "index", "retriever",
            "reranker", "llm", "local_llm_server", "scripted_llm", "recorded_llm", "technique_services",
@@ -105,6 +105,7 @@ def check(request: pytest.FixtureRequest) -> Callable[..., Any]:
             if effect is not None:
                 record["effect"] = effect.as_context()
         context = dict(context)
+        _hold_on_unreliable_judge(record, context.get("judge_reliability"))
         if effect is not None:
             for k in ("n", "ci", "p_value"):
                 context.setdefault(k, record["effect"][k])
@@ -126,6 +127,18 @@ def check(request: pytest.FixtureRequest) -> Callable[..., Any]:
         raise SpecCheckFailed(head)
 
     return _check
+
+
+def _hold_on_unreliable_judge(record: dict[str, Any], judges: Any) -> None:
+    """A claim that rests on a judge flagged unreliable (`harness.judge.JudgeReliability`, passed to `check` as
+    `judge_reliability=`: one judge's `as_context()` or a list of them) cannot be supported: it reads
+    inconclusive, with the judge's reasons. Refuted and failed verdicts stand."""
+    flagged = [j for j in (judges if isinstance(judges, list) else [judges] if judges else []) if j.get("unreliable")]
+    if flagged and record["verdict"] in ("supported", "pass"):
+        why = "; ".join(f"{j['judge']}: {', '.join(j['reasons'])}" for j in flagged)
+        was, record["verdict"] = record["verdict"], "inconclusive"
+        record["decided"] = {**record.get("decided", {}), "verdict": "inconclusive",
+                             "reason": f"would read {was}, but rests on a judge flagged unreliable ({why})"}
 
 
 @pytest.fixture
@@ -328,6 +341,36 @@ def _client(pytestconfig: pytest.Config, harness_config: HarnessConfig, label: s
         return LLMClient.from_settings(s, label, spend=spend, **kw)
     except ValueError as exc:  # --max-cost on a model with no price
         raise pytest.UsageError(f"rag-harness: {exc}") from None
+
+
+@pytest.fixture(scope="session")
+def judges(request: pytest.FixtureRequest, pytestconfig: pytest.Config, harness_config: HarnessConfig) -> list[Any]:
+    """The LLM judges of answer-level metrics (`--judge MODEL`, repeatable; default the run's LLM), each a
+    `harness.judge.LLMJudge` over a client whose calls count as role "judge" (apart from the pipeline's spend)
+    and go through the response cache. A local/* judge other than the run's LLM gets its own llama.cpp server."""
+    from harness import provenance
+    from harness.judge import LLMJudge
+    from harness.llm.cache import ResponseCache
+
+    h = harness_config.harness
+    models = list(dict.fromkeys(h.judge.models)) or [h.llm.model]
+    cache = ResponseCache(h.cache_dir / "llm") if h.llm.cache else None
+    out = []
+    for model in models:
+        if model == h.llm.model:
+            client = request.getfixturevalue("llm").with_role("judge")
+        elif model.startswith("local/") and not estimating(pytestconfig):
+            from harness.llm.local import LocalModelServer
+
+            server = LocalModelServer(model.split("/", 1)[1], log_path=h.report_dir / "llama_server_judge.log").start()
+            request.addfinalizer(server.stop)
+            client = _client(pytestconfig, harness_config, model, model=server.litellm_model, cache=cache,
+                             api_base=server.api_base, api_key="sk-local", role="judge")
+        else:
+            client = _client(pytestconfig, harness_config, model, cache=cache, role="judge")
+        provenance.note_model(model, traffic="live+cache" if cache is not None else "live", role="judge")
+        out.append(LLMJudge(client, temperature=h.judge.temperature, seed=h.judge.seed))
+    return out
 
 
 @pytest.fixture

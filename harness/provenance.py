@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 _LOCK = threading.Lock()
-_STATE: dict[str, dict[str, Any]] = {"models": {}, "datasets": {}, "seeds": {}, "techniques": {}}
+_STATE: dict[str, dict[str, Any]] = {"models": {}, "datasets": {}, "seeds": {}, "techniques": {}, "judges": {}}
 PACKAGES = ("rag-harness", "numpy", "scipy", "statsmodels", "lancedb", "sentence-transformers", "torch", "litellm",
             "llama_cpp_python", "pytest", "pytest-benchmark", "pytest-recording")
 
@@ -32,6 +32,13 @@ def note_dataset(name: str, path: str | Path | None = None, *, content_hash: str
         content_hash = content_hash_of(path)
     with _LOCK:
         _STATE["datasets"][name] = {"path": str(path) if path else None, "sha256": content_hash, **details}
+
+
+def note_judge(reliability: dict[str, Any]) -> None:
+    """A judge's measured reliability (`harness.judge.JudgeReliability.as_context()`), keyed by judge and set;
+    the report shows it at the top, beside the judged figures."""
+    with _LOCK:
+        _STATE["judges"][f"{reliability['judge']} on {reliability['labelled_set']}"] = dict(reliability)
 
 
 def note_technique(role: str, name: str, label: str) -> None:
@@ -90,7 +97,7 @@ def package_versions(names: tuple[str, ...] = PACKAGES) -> dict[str, str]:
 
 def merge(snapshots: list[dict[str, Any]]) -> dict[str, Any]:
     """Union of snapshots (later ones win per key)."""
-    out: dict[str, dict[str, Any]] = {"models": {}, "datasets": {}, "seeds": {}, "techniques": {}}
+    out: dict[str, dict[str, Any]] = {"models": {}, "datasets": {}, "seeds": {}, "techniques": {}, "judges": {}}
     for s in snapshots:
         for k in out:
             out[k].update(s.get(k) or {})

@@ -28,6 +28,9 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group = parser.getgroup("rag-harness")
     group.addoption("--llm", action="store", default=None, metavar="MODEL",
                     help="litellm model string for LLM calls (default: the embedded local model).")
+    group.addoption("--judge", action="append", default=None, metavar="MODEL",
+                    help="a judge for answer-level metrics (repeatable: several judges give Krippendorff's alpha "
+                         "and a majority verdict); default: the --llm model.")
     group.addoption("--report-dir", action="store", default=None, metavar="DIR",
                     help="where results.json and index.html are written (default: reports/).")
     group.addoption("--spec-file", action="append", default=None, metavar="PATH",
@@ -88,6 +91,7 @@ def pytest_configure(config: pytest.Config) -> None:
         "harness.report_dir": config.getoption("report_dir"),
         "harness.data_dir": config.getoption("data_dir"),
         "harness.max_queries": config.getoption("max_queries"),
+        "harness.judge.models": config.getoption("judge"),
     }
     if config.getoption("no_llm_cache"):
         overrides["harness.llm.cache"] = False
@@ -231,7 +235,8 @@ def _run_under_control(item: pytest.Item, spec_: Spec) -> dict[str, Any]:
         outcome = "crashed"
     detail = "" if not failed else str(getattr(getattr(failed[0].longrepr, "reprcrash", None), "message", ""))[:300]
     return {**out, "outcome": outcome, "breaks": ctl.breaks, "detail": detail,
-            "checks": [{"verdict": r["verdict"], "value": r.get("value")} for r in state["records"]]}
+            "checks": [{"verdict": r["verdict"], "value": r.get("value")} for r in state["records"]
+                       if r.get("kind") == "check"]}
 
 
 def _isolated_outcome(item: pytest.Item, spec_: Spec, ctl: Any) -> dict[str, Any]:
@@ -260,6 +265,8 @@ def _isolated_outcome(item: pytest.Item, spec_: Spec, ctl: Any) -> dict[str, Any
             cmd.append("--no-llm-cache")
         for choice in config.getoption("technique") or []:
             cmd += ["--technique", choice]
+        for model in config.getoption("judge") or []:
+            cmd += ["--judge", model]
         proc = subprocess.run(cmd, cwd=config.rootpath, env=dict(os.environ), capture_output=True, text=True)
         results = out_dir / "results.json"
         rows = {r["id"]: r for r in json.loads(results.read_text())["specs"]} if results.exists() else {}
@@ -372,8 +379,9 @@ class _ReportHooks:
         if results is None:
             return
         lines = summary_lines(results["specs"])
-        from harness.report.html import capability_text
+        from harness.report.html import capability_text, judge_lines
 
+        lines = judge_lines(results.get("provenance") or {}) + lines
         capability = capability_text(results.get("measures") or [])
         if capability:
             lines = [capability, *lines]

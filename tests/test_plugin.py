@@ -561,3 +561,28 @@ def test_progress_lines_for_a_technique_loop(pytester: pytest.Pytester):
     assert 3 <= shown <= 8, result.stdout.str()
     quiet = p.runpytest_subprocess("-q", "--spec-coverage", "off")
     assert "demo loop" not in quiet.stdout.str()
+
+
+def test_a_pass_resting_on_an_unreliable_judge_reads_inconclusive(project: pytest.Pytester):
+    """check(..., judge_reliability=...) with a flagged judge: the pass is held as inconclusive with the judge's
+    reasons (in results.json and the terminal); a reliable judge leaves it a pass."""
+    project.makepyfile(test_demo=textwrap.dedent("""
+        import pytest
+        from harness.judge.reliability import JudgeReliability
+
+        def judge(kappa):
+            return JudgeReliability("tiny", "hand", 60, kappa, (kappa - .1, kappa + .1), .5, (.4, .6)).as_context()
+
+        @pytest.mark.spec("DEMO-001")
+        def test_ratio(spec, check):
+            check(spec.id, 0.5, judge_reliability=judge(0.1))
+
+        @pytest.mark.spec("DEMO-002")
+        def test_flag(check):
+            check("DEMO-002", True, judge_reliability=[judge(0.8)])
+    """))
+    result = project.runpytest_subprocess("--report-dir", "out")
+    assert result.ret == 0
+    specs = {s["id"]: s for s in json.loads((project.path / "out" / "results.json").read_text())["specs"]}
+    assert specs["DEMO-001"]["verdict"] == "inconclusive" and specs["DEMO-002"]["verdict"] == "pass"
+    result.stdout.fnmatch_lines(["*DEMO-001*inconclusive*rests on a judge flagged unreliable*κ = 0.1 < 0.4*"])

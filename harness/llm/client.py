@@ -204,14 +204,25 @@ class LLMClient:
     def __repr__(self) -> str:
         return f"LLMClient({self.label!r})"
 
+    def _copy(self, **overrides: Any) -> "LLMClient":
+        kw: dict[str, Any] = dict(api_base=self.api_base, api_key=self.api_key, timeout_s=self.timeout_s,
+                                  max_attempts=self.max_attempts, backoff_s=self.backoff_s,
+                                  concurrency=self.concurrency, cache=self.cache, label=self.label, sleep=self._sleep,
+                                  extra=self.extra, requests_per_minute=self.requests_per_minute,
+                                  tokens_per_minute=self.tokens_per_minute,
+                                  max_rate_limit_retries=self.max_rate_limit_retries, price=self.price,
+                                  spend=self.spend, role=self.role)
+        kw.update(overrides)
+        return LLMClient(self.model, **kw)
+
     def with_cache(self, cache: ResponseCache | None) -> "LLMClient":
         """The same model and settings with another response cache (None: uncached) and fresh stats."""
-        return LLMClient(self.model, api_base=self.api_base, api_key=self.api_key, timeout_s=self.timeout_s,
-                         max_attempts=self.max_attempts, backoff_s=self.backoff_s, concurrency=self.concurrency,
-                         cache=cache, label=self.label, sleep=self._sleep, extra=self.extra,
-                         requests_per_minute=self.requests_per_minute, tokens_per_minute=self.tokens_per_minute,
-                         max_rate_limit_retries=self.max_rate_limit_retries,
-                         price=self.price, spend=self.spend, role=self.role)
+        return self._copy(cache=cache)
+
+    def with_role(self, role: str) -> "LLMClient":
+        """The same model, settings and cache, its calls recorded under another role (e.g. "judge": the spend
+        report keeps judge tokens and cost apart from the pipeline's); fresh stats."""
+        return self._copy(role=role)
 
     def unit_price(self) -> ModelPrice | None:
         """USD per million tokens: the declared price, else litellm's bundled cost map (read locally), else None."""
@@ -382,15 +393,18 @@ class LLMClient:
 
     # ------------------------------------------------------------------ structured output
     def structured(self, prompt: str | Messages, schema: type[T], *, system: str | None = None,
-                   trace: Trace | None = None, **kw: Any) -> T:
+                   trace: Trace | None = None, lenient: Callable[[str], T | None] | None = None, **kw: Any) -> T:
         """Validate the output against `schema`; on failure ask once for a repair, then raise
-        StructuredOutputError with the raw text kept."""
+        StructuredOutputError with the raw text kept. `lenient(text)` may read a reply that is not JSON (a bare
+        "Yes") into the schema before a repair is asked for; it returns None when it cannot."""
         msgs = self.messages(prompt, system)
         first = self.complete(msgs, trace=trace, **kw)
         try:
             return schema.model_validate_json(extract_json(first.text))
         except (ValueError, ValidationError) as exc:
             problem = str(exc).splitlines()[0]
+        if lenient is not None and (read := lenient(first.text)) is not None:
+            return read
         repair = msgs + [
             {"role": "assistant", "content": first.text},
             {"role": "user", "content": f"That was not valid JSON for this schema ({problem}). "
@@ -400,6 +414,8 @@ class LLMClient:
         try:
             return schema.model_validate_json(extract_json(second.text))
         except (ValueError, ValidationError) as exc:
+            if lenient is not None and (read := lenient(second.text)) is not None:
+                return read
             raise StructuredOutputError(f"{self.label}: output does not match {schema.__name__} after one repair: "
                                         f"{str(exc).splitlines()[0]}", raw=second.text, first_raw=first.text) from None
 

@@ -12,6 +12,7 @@ What the estimate knows and what it assumes:
 """
 from __future__ import annotations
 
+import copy
 import json
 import math
 import re
@@ -82,6 +83,12 @@ class EstimatingClient(LLMClient):
     def with_cache(self, cache: Any) -> "EstimatingClient":
         """Itself: a stand-in has nothing to cache, and must never become a client that calls the model."""
         return self
+
+    def with_role(self, role: str) -> "EstimatingClient":
+        """A stand-in counting under another role (never a client that calls the model)."""
+        twin = copy.copy(self)
+        twin.role = role
+        return twin
 
     def _call(self, msgs: Messages, params: dict[str, Any]) -> LLMResult:
         t0 = time.perf_counter()

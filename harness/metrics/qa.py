@@ -32,6 +32,8 @@ ABSTENTION_PATTERNS = (
     r"context|data|evidence)\b", r"\bno (?:answer|relevant (?:information|sources?))\b",
     r"\b(?:the )?(?:context|sources?|documents?|passages?) (?:do(?:es)? not|don't|doesn't) (?:contain|mention|say|"
     r"provide|include)\b", r"\bunknown\b", r"\bi (?:have no|lack) (?:information|knowledge)\b",
+    r"\bnot (?:in the (?:context|sources?|documents?)|mentioned|provided|stated)\b", r"\binsufficient\b",
+    r"\bdo not know\b",
 )
 REJECTION_PATTERNS = (
     r"\bfalse premise\b", r"\bpremise (?:is|seems) (?:false|incorrect|wrong|mistaken)\b",

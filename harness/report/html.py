@@ -21,6 +21,7 @@ td.num{text-align:right;font-variant-numeric:tabular-nums}.muted{color:#6b7585}
 dl.prov{display:grid;grid-template-columns:max-content 1fr;gap:2px 12px;font-size:12px}dl.prov dt{font-weight:600}
 dl.prov dd{margin:0;overflow-wrap:anywhere}
 .counts span{margin-right:12px}.msg{max-width:420px;overflow-wrap:anywhere;font-size:12px}
+.unreliable{color:#a40000;font-weight:600}
 svg text{font:11px system-ui,sans-serif;fill:#1d2430}
 """
 
@@ -304,6 +305,21 @@ def capability_text(measures: Iterable[dict[str, Any]]) -> str:
     return "; ".join(out)
 
 
+def judge_lines(prov: dict[str, Any]) -> list[str]:
+    """One line per judge and labelled set: κ [CI], accuracy, flip rate, failed rulings, and the flag."""
+    out = []
+    for key, j in sorted((prov.get("judges") or {}).items()):
+        lo, hi = (j.get("kappa_ci") or [float("nan")] * 2)[:2]
+        flip = j.get("flip_rate")
+        flip_txt = f", flip rate {flip:.2f} over {j.get('flip_n')}" if isinstance(flip, (int, float)) else ""
+        fails = f", {j['failures']} failed rulings" if j.get("failures") else ""
+        flag = (" — JUDGE UNRELIABLE (" + "; ".join(j.get("reasons") or []) + "): claims resting on it cannot be "
+                "supported") if j.get("unreliable") else " — reliable by κ ≥ 0.4 and flip rate ≤ 0.2"
+        out.append(f"Judge {key}: κ {j.get('kappa', float('nan')):.3f} [{lo:.3f}, {hi:.3f}], accuracy "
+                   f"{j.get('accuracy', float('nan')):.0%} on {j.get('n')} items{flip_txt}{fails}{flag}")
+    return out
+
+
 def dataset_cards(prov: dict[str, Any]) -> str:
     """One row per dataset the run read: counts, content hash, source and licence (from its README)."""
     rows = []
@@ -341,6 +357,8 @@ def render_html(results: dict[str, Any]) -> str:
         f' · schema v{_e(results.get("schema_version"))}</div>',
         '<p class="counts">' + "".join(f"<span>{_verdict(k)} {v}</span>" for k, v in sorted(counts.items())) + "</p>",
         _capability_line(measures),
+        "".join(f'<p class="capability{" unreliable" if "UNRELIABLE" in line else ""}">{escape(line)}</p>'
+                for line in judge_lines(results.get("provenance") or {})),
         "<h2>Claims</h2>",
         '<p class=muted>Comparative claims read <b>supported</b> (the whole interval satisfies the claim, or the '
         "declared test is significant after Holm), <b>refuted</b> (the whole interval violates it) or "

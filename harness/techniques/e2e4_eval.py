@@ -9,17 +9,15 @@ from typing import Any, Iterable
 
 import numpy as np
 
+from harness.metrics.qa import is_abstention
 from harness.metrics.text import answer_match, exact_match, token_f1
 from harness.stats import mcnemar, paired_difference
 from harness.stats.effect import paired_effect
 
-_ABSTAIN = re.compile(r"\b(i don'?t know|do not know|not (?:sure|enough information|in the context|mentioned|provided)|"
-                      r"no information|cannot (?:answer|find|determine)|insufficient)\b", re.IGNORECASE)
 _CITE = re.compile(r"\[\s*source\s*\d+|\bsource\s*\d+\b|\b[\w-]+\.md\b", re.IGNORECASE)
 
 
-def abstains(answer: str) -> bool:
-    return bool(_ABSTAIN.search(answer))
+abstains = is_abstention  # one abstention detector for every claim (harness.metrics.qa.ABSTENTION_PATTERNS)
 
 
 def handles_out_of_kb(answer: str, *, false_premise: bool = False) -> bool:

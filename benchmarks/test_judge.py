@@ -1,0 +1,55 @@
+"""The judge's reliability in the benchmark tier: agreement with HaluEval's labels (Cohen's κ, accuracy), its
+self-consistency (flip rate with another seed, uncached) and the judges' agreement (Krippendorff's α)."""
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from harness.stats.effect import Effect, proportion_effect
+
+pytestmark = pytest.mark.benchmark
+
+
+def _ctx(study, rel, **kw):
+    return {"dataset": study.labelled_set, "judge": rel.judge, "reliability": rel.as_context(),
+            "temperature": rel.temperature, "failed_rulings": rel.failures, **kw}
+
+
+@pytest.mark.spec("JUDGE-KAPPA")
+def test_judge_agrees_with_labels(judge_agreement, judge_name, check, measure):
+    study = judge_agreement
+    rel = study.reliability[judge_name]
+    lo, hi = rel.kappa_ci
+    sd = (hi - lo) / (2 * 1.96) * math.sqrt(rel.n) if rel.n and math.isfinite(hi - lo) else float("nan")
+    lexical = study.reliability["lexical"]
+    for r in (rel, lexical):
+        measure("judge_accuracy", r.accuracy, judge=r.judge, dataset=study.labelled_set, n=r.n, ci=list(r.accuracy_ci))
+    measure("judge_kappa", lexical.kappa, judge="lexical", dataset=study.labelled_set, n=lexical.n,
+            ci=list(lexical.kappa_ci))
+    effect = Effect("kappa", rel.kappa, rel.kappa_ci, rel.n, sd, interval_method="percentile bootstrap")
+    check("JUDGE-KAPPA", effect, **_ctx(study, rel, accuracy=rel.accuracy, accuracy_ci=list(rel.accuracy_ci),
+                                        lexical_kappa=lexical.kappa, items=len(study.items),
+                                        right_answers=sum(i.supported for i in study.items)))
+
+
+@pytest.mark.spec("JUDGE-FLIP-RATE")
+def test_judge_is_self_consistent(judge_agreement, judge_name, check):
+    study = judge_agreement
+    rel = study.reliability[judge_name]
+    first, second = study.first[judge_name], study.second[judge_name]
+    flips = [a != b for a, b in zip(first, second) if a is not None and b is not None]
+    rate = proportion_effect(flips)  # its Wilson interval goes beside the point estimate
+    check("JUDGE-FLIP-RATE", rate.estimate if flips else float("nan"),
+          **_ctx(study, rel, n=len(flips), ci=list(rate.ci), seeds=[0, 1], second_pass="uncached",
+                 **({} if flips else {"reason": "no item was ruled on both times"})))
+
+
+@pytest.mark.spec("JUDGE-ALPHA")
+def test_judges_agree_with_one_another(judge_agreement, check, measure):
+    study = judge_agreement
+    maj = study.majority_reliability()
+    measure("judge_kappa", maj.kappa, judge=maj.judge, dataset=study.labelled_set, n=maj.n, ci=list(maj.kappa_ci))
+    check("JUDGE-ALPHA", study.alpha, dataset=study.labelled_set, judges=list(study.first), items=len(study.items),
+          majority_kappa=maj.kappa, majority_accuracy=maj.accuracy, majority_ties=maj.failures,
+          **({"reason": "one judge: alpha needs two"} if math.isnan(study.alpha) else {}))

@@ -1,0 +1,169 @@
+"""How far a judge can be trusted: agreement with labels, with itself, and with other judges.
+
+- `cohen_kappa(a, b)`: Cohen (1960), κ = (p_o − p_e) / (1 − p_e) for two raters on the same items, p_e from
+  each rater's marginal shares; nan when p_e = 1 (both raters constant and equal: agreement is undefined).
+  Its interval is a seeded percentile bootstrap over items (`kappa_interval`).
+- `accuracy` against labels with its Wilson interval (`harness.stats.intervals.wilson_interval`).
+- `flip_rate(first, second)`: self-consistency, the share of items whose verdict changed when the judge ruled
+  again with another seed (its response cache bypassed).
+- `krippendorff_alpha(ratings)`: Krippendorff's α for nominal data over units × raters with missing values
+  (Krippendorff, "Computing Krippendorff's Alpha-Reliability", 2011): 1 − D_o / D_e from the coincidence
+  matrix; α ≥ 0.667 is his floor for tentative conclusions, 0.8 for firm ones.
+- `majority_verdict(ratings)`: each unit's most frequent rating (ties: None).
+
+`JudgeReliability` gathers them for one judge; it is *unreliable* when κ < 0.4 (below "moderate" on Landis &
+Koch's 1977 scale, or undefined) or the flip rate exceeds 0.2; a claim that rests on such a judge cannot be
+supported (`harness.fixtures.check` reads the flag).
+"""
+from __future__ import annotations
+
+import math
+from collections import Counter
+from dataclasses import asdict, dataclass, field
+from typing import Any, Hashable, Sequence
+
+import numpy as np
+
+from harness.stats.intervals import Interval, wilson_interval
+
+__all__ = ["JudgeReliability", "KAPPA_FLOOR", "FLIP_CEILING", "accuracy", "cohen_kappa", "flip_rate",
+           "kappa_interval", "krippendorff_alpha", "majority_verdict"]
+
+KAPPA_FLOOR = 0.4
+FLIP_CEILING = 0.2
+
+
+def cohen_kappa(a: Sequence[Hashable], b: Sequence[Hashable]) -> float:
+    """Cohen's κ of two raters over the same items; nan when chance agreement is 1 or there are no items."""
+    if len(a) != len(b):
+        raise ValueError(f"raters rated different numbers of items: {len(a)} vs {len(b)}")
+    n = len(a)
+    if n == 0:
+        return math.nan
+    p_o = sum(x == y for x, y in zip(a, b)) / n
+    ca, cb = Counter(a), Counter(b)
+    p_e = sum(ca[c] * cb[c] for c in ca) / (n * n)
+    return math.nan if p_e == 1.0 else (p_o - p_e) / (1.0 - p_e)
+
+
+def kappa_interval(a: Sequence[Hashable], b: Sequence[Hashable], *, confidence: float = 0.95,
+                   n_resamples: int = 2000, seed: int = 0) -> Interval:
+    """Percentile bootstrap interval of κ (items resampled with replacement; resamples with undefined κ
+    dropped)."""
+    n = len(a)
+    if n < 2:
+        return (math.nan, math.nan)
+    rng = np.random.default_rng(seed)
+    xa, xb = np.asarray(a, dtype=object), np.asarray(b, dtype=object)
+    ks = [cohen_kappa(list(xa[i]), list(xb[i])) for i in (rng.integers(0, n, n) for _ in range(n_resamples))]
+    ks = np.array([k for k in ks if not math.isnan(k)])
+    if not len(ks):
+        return (math.nan, math.nan)
+    tail = (1 - confidence) / 2 * 100
+    return (float(np.percentile(ks, tail)), float(np.percentile(ks, 100 - tail)))
+
+
+def accuracy(predicted: Sequence[Hashable], labels: Sequence[Hashable], *,
+             confidence: float = 0.95) -> tuple[float, Interval]:
+    """Share of items on which the judge gives the label, with its Wilson interval."""
+    if len(predicted) != len(labels):
+        raise ValueError(f"{len(predicted)} verdicts for {len(labels)} labels")
+    k = sum(p == y for p, y in zip(predicted, labels))
+    n = len(labels)
+    return (k / n if n else math.nan), wilson_interval(k, n, confidence=confidence)
+
+
+def flip_rate(first: Sequence[Hashable], second: Sequence[Hashable]) -> float:
+    """Share of items whose verdict differs between two rulings; nan without items."""
+    if len(first) != len(second):
+        raise ValueError(f"{len(first)} first rulings for {len(second)} second ones")
+    return sum(x != y for x, y in zip(first, second)) / len(first) if len(first) else math.nan
+
+
+def krippendorff_alpha(ratings: Sequence[Sequence[Hashable | None]]) -> float:
+    """Nominal α over `ratings[unit][rater]` (None: missing); units with fewer than two ratings are not
+    pairable and are left out; nan when no disagreement is expected (one value only)."""
+    coincidence: Counter = Counter()
+    for unit in ratings:
+        values = [v for v in unit if v is not None]
+        m = len(values)
+        if m < 2:
+            continue
+        counts = Counter(values)
+        for c in counts:
+            for k in counts:
+                pairs = counts[c] * (counts[k] - (c == k))
+                if pairs:
+                    coincidence[(c, k)] += pairs / (m - 1)
+    n_c: Counter = Counter()
+    for (c, _), v in coincidence.items():
+        n_c[c] += v
+    n = sum(n_c.values())
+    if n <= 1:
+        return math.nan
+    d_o = sum(v for (c, k), v in coincidence.items() if c != k)
+    d_e = sum(n_c[c] * n_c[k] for c in n_c for k in n_c if c != k)
+    return math.nan if d_e == 0 else 1.0 - (n - 1) * d_o / d_e
+
+
+def majority_verdict(ratings: Sequence[Sequence[Hashable | None]]) -> list[Hashable | None]:
+    """Each unit's most frequent rating among those given; None on a tie or without ratings."""
+    out: list[Hashable | None] = []
+    for unit in ratings:
+        top = Counter(v for v in unit if v is not None).most_common(2)
+        out.append(None if not top or (len(top) == 2 and top[0][1] == top[1][1]) else top[0][0])
+    return out
+
+
+@dataclass
+class JudgeReliability:
+    """One judge's measured reliability on a labelled set, and whether it is flagged."""
+
+    judge: str
+    labelled_set: str
+    n: int
+    kappa: float
+    kappa_ci: Interval
+    accuracy: float
+    accuracy_ci: Interval
+    flip_rate: float | None = None
+    flip_n: int = 0
+    failures: int = 0
+    temperature: float | None = None
+    notes: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def reasons(self) -> list[str]:
+        out = []
+        if math.isnan(self.kappa) or self.kappa < KAPPA_FLOOR:
+            out.append(f"κ = {self.kappa:.3g} < {KAPPA_FLOOR} against {self.labelled_set}'s labels")
+        if self.flip_rate is not None and not math.isnan(self.flip_rate) and self.flip_rate > FLIP_CEILING:
+            out.append(f"flip rate {self.flip_rate:.3g} > {FLIP_CEILING}")
+        return out
+
+    @property
+    def unreliable(self) -> bool:
+        return bool(self.reasons)
+
+    def as_context(self) -> dict[str, Any]:
+        d = asdict(self)
+        d["kappa_ci"], d["accuracy_ci"] = list(self.kappa_ci), list(self.accuracy_ci)
+        d["unreliable"], d["reasons"] = self.unreliable, self.reasons
+        return d
+
+    @classmethod
+    def measure(cls, judge: str, labelled_set: str, verdicts: Sequence[bool | None], labels: Sequence[bool], *,
+                second: Sequence[bool | None] | None = None, temperature: float | None = None,
+                seed: int = 0, **notes: Any) -> "JudgeReliability":
+        """κ and accuracy over the items the judge ruled on (None: a failed ruling, counted in `failures`);
+        flip rate over the items ruled on both times."""
+        pairs = [(v, y) for v, y in zip(verdicts, labels) if v is not None]
+        vs, ys = [v for v, _ in pairs], [y for _, y in pairs]
+        acc, acc_ci = accuracy(vs, ys)
+        flips, flip_n = None, 0
+        if second is not None:
+            both = [(x, y) for x, y in zip(verdicts, second) if x is not None and y is not None]
+            flip_n = len(both)
+            flips = flip_rate([x for x, _ in both], [y for _, y in both])
+        return cls(judge, labelled_set, len(pairs), cohen_kappa(vs, ys), kappa_interval(vs, ys, seed=seed), acc,
+                   acc_ci, flips, flip_n, len(verdicts) - len(pairs), temperature, dict(notes))

@@ -1,0 +1,87 @@
+"""Judging at the scale of a benchmark: a judge's agreement with a labelled set (κ, accuracy, flip rate, and α
+among judges), and many answers judged claim by claim. Loops are bounded-concurrent and show progress."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Sequence
+
+from harness.judge.labelled import LabelledClaim
+from harness.judge.llm_judge import AnswerJudgement, Judge, LexicalJudge, judge_answer
+from harness.judge.reliability import JudgeReliability, krippendorff_alpha, majority_verdict
+from harness.parallel import ordered_map
+from harness.progress import progress
+
+__all__ = ["AgreementStudy", "judge_answers", "measure_agreement"]
+
+
+@dataclass
+class AgreementStudy:
+    """Each judge's rulings on a labelled set (twice for LLM judges), their reliability and their agreement."""
+
+    labelled_set: str
+    items: list[LabelledClaim]
+    first: dict[str, list[bool | None]]
+    second: dict[str, list[bool | None]]
+    reliability: dict[str, JudgeReliability]
+    alpha: float
+    majority: list[Any] = field(default_factory=list)
+
+    def majority_reliability(self) -> JudgeReliability:
+        """The majority verdict of every judge as a judge of its own (ties are failed rulings)."""
+        return JudgeReliability.measure("majority(" + ", ".join(self.first) + ")", self.labelled_set,
+                                        self.majority, [i.supported for i in self.items])
+
+
+def _concurrency(judge: Judge) -> int:
+    return getattr(getattr(judge, "llm", None), "concurrency", 1)
+
+
+def measure_agreement(judges: Sequence[Judge], items: Sequence[LabelledClaim], labelled_set: str, *, seed: int = 0,
+                      lexical: bool = True) -> AgreementStudy:
+    """Rule on every item with each judge (LLM judges twice: `seed`, then `seed + 1` with the cache bypassed,
+    for the flip rate); the lexical baseline rules once (it cannot flip). κ, accuracy and flip rate per judge;
+    Krippendorff's α and the majority verdict over all of them."""
+    everyone: list[Judge] = list(judges) + ([LexicalJudge()] if lexical else [])
+    items = list(items)
+    labels = [i.supported for i in items]
+    first: dict[str, list[bool | None]] = {}
+    second: dict[str, list[bool | None]] = {}
+    reliability: dict[str, JudgeReliability] = {}
+    for judge in everyone:
+        passes = (False, True) if not isinstance(judge, LexicalJudge) else (False,)
+        for fresh in passes:
+            bar = progress(f"judge {judge.name} on {labelled_set}" + (" (again, other seed)" if fresh else ""),
+                           len(items))
+
+            def rule(it: LabelledClaim, fresh: bool = fresh, judge: Judge = judge, bar: Any = bar) -> bool | None:
+                v = judge.supported(it.item, seed=seed + int(fresh), fresh=fresh)
+                bar.advance()
+                return v
+
+            (second if fresh else first)[judge.name] = ordered_map(rule, items, _concurrency(judge))
+            bar.close()
+        reliability[judge.name] = JudgeReliability.measure(
+            judge.name, labelled_set, first[judge.name], labels, second=second.get(judge.name),
+            temperature=getattr(judge, "temperature", None), seed=seed)
+    from harness import provenance
+
+    for rel in reliability.values():
+        provenance.note_judge(rel.as_context())
+    units = [[first[j.name][k] for j in everyone] for k in range(len(items))]
+    alpha = krippendorff_alpha(units) if len(everyone) > 1 else float("nan")
+    return AgreementStudy(labelled_set, items, first, second, reliability, alpha, majority_verdict(units))
+
+
+def judge_answers(judge: Judge, answers: Sequence[tuple[str, str, str]], *, max_claims: int | None = 8,
+                  seed: int = 0, stage: str = "judging answers") -> list[AnswerJudgement]:
+    """Judge (question, context, answer) triples claim by claim, up to the judge's concurrency at once."""
+    bar = progress(f"{stage} ({judge.name})", len(answers))
+
+    def one(t: tuple[str, str, str]) -> AnswerJudgement:
+        j = judge_answer(judge, *t, max_claims=max_claims, seed=seed)
+        bar.advance()
+        return j
+
+    out = ordered_map(one, list(answers), _concurrency(judge))
+    bar.close()
+    return out
