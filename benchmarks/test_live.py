@@ -15,6 +15,8 @@ from pathlib import Path
 import pytest
 
 from harness.config import ModelPrice
+from harness.data import load_experiment_inputs
+from harness.data.experiment import first_of_each_type
 from harness.llm.client import LLMClient
 from harness.llm.simulated import SimulatedAPI, extractive_responder
 from harness.llm.spend import Spend
@@ -106,7 +108,8 @@ def fault_study(tmp_path_factory):
         windows.append((t1, time.monotonic()))
         assert done.returncode == 0, done.stderr[-2000:]
         log = api.log
-    ids = {q["query_id"] for q in map(json.loads, (KB / "queries.jsonl").read_text().splitlines()[:FAULT_QUERIES])}
+    # the run's `limit` takes the query types in turn (harness.data.experiment.first_of_each_type)
+    ids = {q.query_id for q in first_of_each_type(load_experiment_inputs(KB).queries, FAULT_QUERIES)}
     lost = dupes = 0
     for f in files:
         got = [json.loads(line)["query_id"] for line in f.read_text().splitlines()] if f.exists() else []

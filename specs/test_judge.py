@@ -222,3 +222,27 @@ def test_judge_lines_say_when_a_judge_is_unreliable():
     lines = judge_lines({"judges": {"a": weak.as_context(), "b": good.as_context()}})
     assert "JUDGE UNRELIABLE" in lines[0] and "κ 0.050 [0.000, 0.100]" in lines[0]
     assert "reliable by" in lines[1] and "UNRELIABLE" not in lines[1]
+
+
+def test_several_judges_give_alpha_and_a_majority(scripted_llm):
+    """Two scripted judges and the lexical baseline on six labelled claims: α and the majority by hand."""
+    from harness.judge.labelled import LabelledClaim
+    from harness.judge.study import measure_agreement
+
+    items = [LabelledClaim(ClaimItem("q", "The fee is 5 dollars.", c), y, f"a{i}") for i, (c, y) in enumerate(
+        [("The fee is 5 dollars.", True), ("The fee is 9 dollars.", False), ("A fee of 5 dollars.", True),
+         ("The fee is 7 dollars.", False), ("The fee is 5 dollars.", True), ("The fee is waived.", False)])]
+    says_yes = LLMJudge(scripted_llm(lambda m, p: '{"supported": true}', name="always-yes"))
+    says_label = LLMJudge(scripted_llm(
+        lambda m, p: '{"supported": %s}' % str(" 5 " in m[-1]["content"].split("Claim:")[1]).lower(), name="five"))
+    study = measure_agreement([says_yes, says_label], items, "toy", seed=0)
+    # lexical: 5-dollar claims supported (all tokens in the context), the others not (a number or "waived" missing)
+    assert study.first["lexical"] == [True, False, True, False, True, False]
+    assert study.first["scripted/five"] == study.first["lexical"] and study.first["scripted/always-yes"] == [True] * 6
+    assert study.majority == [True, False, True, False, True, False]  # two of three agree on every unit
+    # coincidences (ordered pairs / (m - 1), m = 3): each all-True unit adds 3·2/2 = 3 to o_TT; each (T, F, F)
+    # unit adds 1 to o_TF, o_FT and o_FF. So o_TT = 9, o_TF = o_FT = o_FF = 3; n_T = 12, n_F = 6, n = 18;
+    # alpha = 1 - (n - 1)·(o_TF + o_FT) / (2·n_T·n_F) = 1 - 17·6/144 = 7/24
+    assert study.alpha == pytest.approx(7 / 24)
+    assert study.reliability["scripted/always-yes"].kappa == 0.0 and study.reliability["scripted/five"].kappa == 1.0
+    assert study.reliability["scripted/always-yes"].flip_rate == 0.0 and study.reliability["lexical"].flip_rate is None
