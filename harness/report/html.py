@@ -314,7 +314,8 @@ def judge_lines(prov: dict[str, Any]) -> list[str]:
         flip_txt = f", flip rate {flip:.2f} over {j.get('flip_n')}" if isinstance(flip, (int, float)) else ""
         fails = f", {j['failures']} failed rulings" if j.get("failures") else ""
         flag = (" — JUDGE UNRELIABLE (" + "; ".join(j.get("reasons") or []) + "): claims resting on it cannot be "
-                "supported") if j.get("unreliable") else " — reliable by κ ≥ 0.4 and flip rate ≤ 0.2"
+                "supported") if j.get("unreliable") else (" — reliable by κ ≥ 0.4 and flip rate ≤ 0.2" if flip_txt
+                                                           else " — reliable by κ ≥ 0.4 (its rulings cannot flip)")
         out.append(f"Judge {key}: κ {j.get('kappa', float('nan')):.3f} [{lo:.3f}, {hi:.3f}], accuracy "
                    f"{j.get('accuracy', float('nan')):.0%} on {j.get('n')} items{flip_txt}{fails}{flag}")
     return out
