@@ -263,9 +263,11 @@ def _per_query(study, judged, judge: str, exp: str, attr: str) -> dict[str, floa
     return {r["query_id"]: getattr(j, attr) for r, j in zip(study["rows"][exp], judged["by_judge"][judge][exp])}
 
 
-def _paired_hallucination(study, judged, candidate: str, baseline: str):
-    c = _per_query(study, judged, judged["judge"], candidate, "hallucination_rate")
-    b = _per_query(study, judged, judged["judge"], baseline, "hallucination_rate")
+def _paired_hallucination(study, judged, candidate: str, baseline: str, judge: str):
+    """Per-query hallucination rate of two experiments by one judge, paired over the queries both have a figure
+    for (an abstention or an answer with every ruling failed has none)."""
+    c = _per_query(study, judged, judge, candidate, "hallucination_rate")
+    b = _per_query(study, judged, judge, baseline, "hallucination_rate")
     ids = [q for q in c if q in b and np.isfinite(c[q]) and np.isfinite(b[q])]
     return paired_effect([c[q] for q in ids], [b[q] for q in ids]), ids
 
@@ -302,14 +304,11 @@ def test_hallucination_rate_paired(study, judged, spec, check, measure):
                         for r in gold_rows]
                 measure(name, float(np.mean(vals)) if vals else float("nan"), technique=e,
                         **_ctx(study, n=len(vals), gold="context_reference pages (no judge)"))
-    effect, ids = _paired_hallucination(study, judged, candidate, baseline)
-    lexical = _per_query(study, judged, "lexical", candidate, "hallucination_rate")
-    lexical_b = _per_query(study, judged, "lexical", baseline, "hallucination_rate")
-    lex_ids = [q for q in lexical if q in lexical_b and np.isfinite(lexical[q]) and np.isfinite(lexical_b[q])]
-    lex = paired_effect([lexical[q] for q in lex_ids], [lexical_b[q] for q in lex_ids]) if lex_ids else None
+    effect, ids = _paired_hallucination(study, judged, candidate, baseline, judged["judge"])
+    lex, _ = _paired_hallucination(study, judged, candidate, baseline, "lexical")
     check(spec.id, effect, **_judged_ctx(study, judged, available=len(ids), candidate=candidate, baseline=baseline,
-                                         lexical_difference=lex.estimate if lex else None,
-                                         lexical_ci=list(lex.ci) if lex else None))
+                                         lexical_difference=lex.estimate if lex.n else None,
+                                         lexical_ci=list(lex.ci) if lex.n else None))
 
 
 @pytest.mark.spec("E2E4-HALLU-NEG")

@@ -105,7 +105,10 @@ def check(request: pytest.FixtureRequest) -> Callable[..., Any]:
             if effect is not None:
                 record["effect"] = effect.as_context()
         context = dict(context)
-        _hold_on_unreliable_judge(record, context.get("judge_reliability"))
+        if context.get("judge_reliability"):
+            from harness.judge.reliability import hold_on_unreliable_judge
+
+            hold_on_unreliable_judge(record, context["judge_reliability"])
         if effect is not None:
             for k in ("n", "ci", "p_value"):
                 context.setdefault(k, record["effect"][k])
@@ -127,18 +130,6 @@ def check(request: pytest.FixtureRequest) -> Callable[..., Any]:
         raise SpecCheckFailed(head)
 
     return _check
-
-
-def _hold_on_unreliable_judge(record: dict[str, Any], judges: Any) -> None:
-    """A claim that rests on a judge flagged unreliable (`harness.judge.JudgeReliability`, passed to `check` as
-    `judge_reliability=`: one judge's `as_context()` or a list of them) cannot be supported: it reads
-    inconclusive, with the judge's reasons. Refuted and failed verdicts stand."""
-    flagged = [j for j in (judges if isinstance(judges, list) else [judges] if judges else []) if j.get("unreliable")]
-    if flagged and record["verdict"] in ("supported", "pass"):
-        why = "; ".join(f"{j['judge']}: {', '.join(j['reasons'])}" for j in flagged)
-        was, record["verdict"] = record["verdict"], "inconclusive"
-        record["decided"] = {**record.get("decided", {}), "verdict": "inconclusive",
-                             "reason": f"would read {was}, but rests on a judge flagged unreliable ({why})"}
 
 
 @pytest.fixture
@@ -307,10 +298,8 @@ def local_llm_server(request: pytest.FixtureRequest, harness_config: HarnessConf
 def llm(pytestconfig: pytest.Config, harness_config: HarnessConfig, local_llm_server):
     """The LLM for the benchmark tier: `--llm MODEL` (any litellm string) or the embedded local model; under
     `--estimate-cost` a stand-in for it that counts tokens and calls nothing."""
-    from harness.llm.cache import ResponseCache
-
     s = harness_config.harness.llm
-    cache = ResponseCache(harness_config.harness.cache_dir / "llm") if s.cache else None
+    cache = _response_cache(harness_config)
     from harness import provenance
 
     if estimating(pytestconfig):
@@ -323,6 +312,14 @@ def llm(pytestconfig: pytest.Config, harness_config: HarnessConfig, local_llm_se
                        api_base=local_llm_server.api_base, api_key="sk-local")
     provenance.note_model(s.model, traffic=traffic, role="llm")
     return _client(pytestconfig, harness_config, s.model, cache=cache)
+
+
+def _response_cache(harness_config: HarnessConfig) -> Any:
+    """The run's LLM response cache (under the cache dir), or None when `harness.llm.cache` is off."""
+    from harness.llm.cache import ResponseCache
+
+    h = harness_config.harness
+    return ResponseCache(h.cache_dir / "llm") if h.llm.cache else None
 
 
 def _client(pytestconfig: pytest.Config, harness_config: HarnessConfig, label: str, **kw: Any) -> Any:
@@ -350,26 +347,25 @@ def judges(request: pytest.FixtureRequest, pytestconfig: pytest.Config, harness_
     and go through the response cache. A local/* judge other than the run's LLM gets its own llama.cpp server."""
     from harness import provenance
     from harness.judge import LLMJudge
-    from harness.llm.cache import ResponseCache
 
     h = harness_config.harness
     models = list(dict.fromkeys(h.judge.models)) or [h.llm.model]
-    cache = ResponseCache(h.cache_dir / "llm") if h.llm.cache else None
+    cache = _response_cache(harness_config)
     out = []
     for model in models:
         if model == h.llm.model:
-            client = request.getfixturevalue("llm").with_role("judge")
+            client = request.getfixturevalue("llm")
         elif model.startswith("local/") and not estimating(pytestconfig):
             from harness.llm.local import LocalModelServer
 
             server = LocalModelServer(model.split("/", 1)[1], log_path=h.report_dir / "llama_server_judge.log").start()
             request.addfinalizer(server.stop)
             client = _client(pytestconfig, harness_config, model, model=server.litellm_model, cache=cache,
-                             api_base=server.api_base, api_key="sk-local", role="judge")
+                             api_base=server.api_base, api_key="sk-local")
         else:
-            client = _client(pytestconfig, harness_config, model, cache=cache, role="judge")
+            client = _client(pytestconfig, harness_config, model, cache=cache)
         provenance.note_model(model, traffic="live+cache" if cache is not None else "live", role="judge")
-        out.append(LLMJudge(client, temperature=h.judge.temperature, seed=h.judge.seed))
+        out.append(LLMJudge(client.with_role("judge"), temperature=h.judge.temperature, seed=h.judge.seed))
     return out
 
 
@@ -406,15 +402,11 @@ def technique_services(request: pytest.FixtureRequest, harness_config: HarnessCo
 
 def _llm_for(pytestconfig: pytest.Config, harness_config: HarnessConfig, model: str) -> Any:
     """A client for a technique's own model setting (e.g. `wsop.hyde.llm`), with the run's LLM settings."""
-    from harness.llm.cache import ResponseCache
-
     from harness import provenance
 
-    s = harness_config.harness.llm
     provenance.note_model(model, traffic="none (cost estimate)" if estimating(pytestconfig) else "live",
                           role="technique llm")
-    cache = ResponseCache(harness_config.harness.cache_dir / "llm") if s.cache else None
-    return _client(pytestconfig, harness_config, model, cache=cache)
+    return _client(pytestconfig, harness_config, model, cache=_response_cache(harness_config))
 
 
 @pytest.fixture(scope="session")

@@ -110,7 +110,7 @@ def test_lexical_baseline_on_the_hand_labelled_set(check, measure):
 
 @pytest.mark.spec("JUDGE-UNRELIABLE-FLAG")
 def test_a_claim_resting_on_an_unreliable_judge_is_not_supported(check):
-    from harness.fixtures import _hold_on_unreliable_judge
+    from harness.judge.reliability import hold_on_unreliable_judge
     from harness.stats.effect import paired_effect
     from harness.stats.verdict import Decision, decide
 
@@ -122,11 +122,11 @@ def test_a_claim_resting_on_an_unreliable_judge_is_not_supported(check):
     good = JudgeReliability("good", "hand", 60, 0.8, (0.7, 0.9), 0.9, (0.8, 0.95), flip_rate=0.05, flip_n=60)
     assert not good.unreliable
     held, kept = {"verdict": "supported"}, {"verdict": "supported"}
-    _hold_on_unreliable_judge(held, [good.as_context(), weak.as_context()])
-    _hold_on_unreliable_judge(kept, good.as_context())
+    hold_on_unreliable_judge(held, [good.as_context(), weak.as_context()])
+    hold_on_unreliable_judge(kept, good.as_context())
     assert kept["verdict"] == "supported"
     refuted = {"verdict": "refuted"}
-    _hold_on_unreliable_judge(refuted, weak.as_context())
+    hold_on_unreliable_judge(refuted, weak.as_context())
     assert refuted["verdict"] == "refuted"  # a refutation stands
     check("JUDGE-UNRELIABLE-FLAG", held["verdict"], reason=held.get("decided", {}).get("reason"))
 

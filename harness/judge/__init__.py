@@ -8,7 +8,7 @@
 - `labelled`: the hand-labelled retail-KB set and HaluEval as labelled sets.
 """
 from harness.judge.claims import lexical_support, split_claims
-from harness.judge.llm_judge import AnswerJudgement, ClaimItem, LexicalJudge, LLMJudge, judge_answer, rule_on_claims
+from harness.judge.llm_judge import AnswerJudgement, ClaimItem, LexicalJudge, LLMJudge, judge_answer
 from harness.judge.metrics import (answer_relevancy, answered_rate, context_precision, context_recall, faithfulness,
                                    hallucination_rate)
 from harness.judge.reliability import (JudgeReliability, cohen_kappa, flip_rate, krippendorff_alpha,
@@ -17,4 +17,4 @@ from harness.judge.reliability import (JudgeReliability, cohen_kappa, flip_rate,
 __all__ = ["AnswerJudgement", "ClaimItem", "JudgeReliability", "LLMJudge", "LexicalJudge", "answer_relevancy",
            "answered_rate", "cohen_kappa", "context_precision", "context_recall", "faithfulness", "flip_rate",
            "hallucination_rate", "judge_answer", "krippendorff_alpha", "lexical_support", "majority_verdict",
-           "rule_on_claims", "split_claims"]
+           "split_claims"]

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from typing import Any, Protocol, Sequence
+from typing import Any, Protocol
 
 from pydantic import BaseModel
 
@@ -19,7 +19,7 @@ from harness.judge.metrics import faithfulness, hallucination_rate
 from harness.prompts import load_prompts, render
 
 __all__ = ["AnswerJudgement", "ClaimItem", "ClaimSupport", "Judge", "LLMJudge", "LexicalJudge", "Relevance",
-           "judge_answer", "rule_on_claims"]
+           "judge_answer"]
 
 
 class ClaimSupport(BaseModel):
@@ -109,14 +109,6 @@ class LLMJudge:
     def relevant(self, question: str, answer: str, *, seed: int | None = None, fresh: bool = False) -> bool | None:
         prompt = render(self.prompts["relevance"]["user"], question=question, answer=answer)
         return self._ask(prompt, Relevance, "relevant", seed, fresh)
-
-
-def rule_on_claims(judge: Judge, items: Sequence[ClaimItem], *, seed: int | None = None, fresh: bool = False,
-                   concurrency: int = 1) -> list[bool | None]:
-    """The judge's ruling on each item, up to `concurrency` at once, in input order (None: failed)."""
-    from harness.parallel import ordered_map
-
-    return ordered_map(lambda it: judge.supported(it, seed=seed, fresh=fresh), list(items), concurrency)
 
 
 @dataclass

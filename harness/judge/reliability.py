@@ -13,7 +13,7 @@
 
 `JudgeReliability` gathers them for one judge; it is *unreliable* when κ < 0.4 (below "moderate" on Landis &
 Koch's 1977 scale, or undefined) or the flip rate exceeds 0.2; a claim that rests on such a judge cannot be
-supported (`harness.fixtures.check` reads the flag).
+supported (`hold_on_unreliable_judge`, which `harness.fixtures.check` applies to every check).
 """
 from __future__ import annotations
 
@@ -27,7 +27,7 @@ import numpy as np
 from harness.stats.intervals import Interval, wilson_interval
 
 __all__ = ["JudgeReliability", "KAPPA_FLOOR", "FLIP_CEILING", "accuracy", "cohen_kappa", "flip_rate",
-           "kappa_interval", "krippendorff_alpha", "majority_verdict"]
+           "hold_on_unreliable_judge", "kappa_interval", "krippendorff_alpha", "majority_verdict"]
 
 KAPPA_FLOOR = 0.4
 FLIP_CEILING = 0.2
@@ -167,3 +167,15 @@ class JudgeReliability:
             flips = flip_rate([x for x, _ in both], [y for _, y in both])
         return cls(judge, labelled_set, len(pairs), cohen_kappa(vs, ys), kappa_interval(vs, ys, seed=seed), acc,
                    acc_ci, flips, flip_n, len(verdicts) - len(pairs), temperature, dict(notes))
+
+
+def hold_on_unreliable_judge(record: dict[str, Any], judges: dict[str, Any] | list[dict[str, Any]] | None) -> None:
+    """A claim that rests on a judge flagged unreliable (one judge's `JudgeReliability.as_context()`, or a list
+    of them) cannot be supported: a check record reading supported or pass becomes inconclusive, with the
+    judge's reasons. Refuted and failed verdicts stand."""
+    flagged = [j for j in (judges if isinstance(judges, list) else [judges] if judges else []) if j.get("unreliable")]
+    if flagged and record["verdict"] in ("supported", "pass"):
+        why = "; ".join(f"{j['judge']}: {', '.join(j['reasons'])}" for j in flagged)
+        was, record["verdict"] = record["verdict"], "inconclusive"
+        record["decided"] = {**record.get("decided", {}), "verdict": "inconclusive",
+                             "reason": f"would read {was}, but rests on a judge flagged unreliable ({why})"}
