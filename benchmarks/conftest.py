@@ -81,11 +81,12 @@ def uncached_llm(llm):
 @pytest.fixture(scope="session")
 def judge_agreement(judges, qa_set, harness_config):
     """Every judge (and the lexical baseline) on a seeded sample of HaluEval items (half right, half
-    hallucinated answers, the gold passage as context), twice for LLM judges: κ, accuracy, flip rate, α."""
+    hallucinated answers, the gold passage as context), twice for LLM judges: κ, accuracy, flip rate, α.
+    `harness.judge.agreement_items` of them, at most --max-queries (at least 2)."""
     from harness.judge.labelled import halueval_items
     from harness.judge.study import measure_agreement
 
     h = harness_config.harness
     qa = qa_set("judge")
-    items = halueval_items(qa, h.judge.agreement_items, seed=h.seed)
+    items = halueval_items(qa, max(2, h.capped(h.judge.agreement_items)), seed=h.seed)
     return measure_agreement(judges, items, qa.name, seed=h.judge.seed)

@@ -157,7 +157,8 @@ class JudgeSettings(_Strict):
     models: list[str] = Field(default_factory=list)
     temperature: float = Field(default=0.0, ge=0)  # the judge's sampling temperature (flip rate is measured at it)
     max_claims: int = Field(default=8, ge=1)  # claims judged per answer; the rest are counted as cut
-    agreement_items: int = Field(default=400, ge=2)  # HaluEval items judged for kappa and flip rate (benchmark tier)
+    agreement_items: int = Field(default=400, ge=2)  # HaluEval items judged for kappa and flip rate (benchmark
+    # tier); --max-queries caps it, as it caps every study
     seed: int = 0  # the first ruling's seed; the self-consistency pass uses seed + 1, uncached
 
 
@@ -169,11 +170,15 @@ class HarnessSettings(_Strict):
     embedder: str = "all-MiniLM-L6-v2-onnx-int8"  # EMB-INT8-NDCG: within 0.005 nDCG@10 of the float model
     reranker: str = "maxsim-minilm"
     seed: int = 13
-    max_queries: int = 30
+    max_queries: int = 30  # --max-queries: queries per study, judge agreement items too (0 = all)
     datasets: DatasetSettings = Field(default_factory=DatasetSettings)
     web_search_url: str | None = None  # a SearXNG instance: CRAG and WSOP search it instead of a local collection
     llm: LLMSettings = Field(default_factory=LLMSettings)
     judge: JudgeSettings = Field(default_factory=JudgeSettings)
+
+    def capped(self, n: int) -> int:
+        """`n`, or `max_queries` when that is smaller (0 = no cap): the size of a study under --max-queries."""
+        return min(n, self.max_queries) if self.max_queries else n
 
     def dataset_path(self, name: str | Path) -> Path:
         """A dataset setting as a folder: a path as given when absolute, else under `data_dir`."""

@@ -163,3 +163,10 @@ def test_every_harness_field_is_read_by_the_code():
         if f.startswith("harness."):
             attr = READ_AS.get(f, f.rsplit(".", 1)[1])
             assert re.search(rf"\.{attr}\b", sources), f"{f} is never read"
+
+
+@pytest.mark.parametrize("max_queries, n, expected", [(30, 400, 30), (30, 12, 12), (0, 400, 400), (1, 400, 1)])
+def test_max_queries_caps_a_study(max_queries, n, expected):
+    """--max-queries caps every study's size (the judge's agreement items too); 0 means no cap."""
+    h = load_config(**{"harness.max_queries": max_queries}).harness
+    assert h.capped(n) == expected
