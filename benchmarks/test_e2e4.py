@@ -14,8 +14,8 @@ from harness.data import load_experiment_inputs
 from harness.retrieval.rerank import make_reranker
 from harness.runner import run_experiments
 from harness.stats.effect import paired_effect, proportion_effect
-from harness.techniques.e2e4_eval import (abstains, compare, context_recall, handles_out_of_kb, load_rows,
-                                         summarize)
+from harness.techniques.e2e4_eval import (abstains, all_queries_figure, compare, context_recall, handles_out_of_kb,
+                                         load_rows, summarize)
 from harness.metrics.text import answer_match
 from harness.techniques.parsing import content_words
 
@@ -49,21 +49,10 @@ def _ctx(study, **kw):
             **kw}
 
 
-def _all_queries(study, count: int) -> tuple[float, dict]:
-    """A "processes all 150 queries" figure from a run over `selected` of them: the count itself when the run
-    took all; when it took fewer, a failure among them already refutes the claim (the count is reported and
-    falls short), and a clean subset cannot confirm it (nan: inconclusive, with the reason)."""
-    selected, total = study["selected"], study["total"]
-    if selected == total or count < selected:
-        return count, {}
-    return float("nan"), {"reason": f"the run took {selected} of the {total} queries (--max-queries {selected}) "
-                                    f"and processed all {count}; --max-queries 0 runs all {total}"}
-
-
 @pytest.mark.spec("E2E4-FR4-1", "E2E4-FR5-2")
 def test_all_queries_processed(study, spec, check):
     exp = {"E2E4-FR4-1": "e2", "E2E4-FR5-2": "e3"}[spec.id]
-    value, why = _all_queries(study, len(study["rows"][exp]))
+    value, why = all_queries_figure(study["selected"], study["total"], len(study["rows"][exp]))
     check(spec.id, value, **_ctx(study, failed=study["summary"].failed[exp], processed=len(study["rows"][exp]), **why))
 
 
@@ -72,14 +61,14 @@ def test_e4_with_reasoning(study, check):
     rows = study["rows"]["e4"]
     structured = float(np.mean([r.get("structured_output", False) for r in rows])) if rows else 0.0
     reasoned = sum(bool((r["reasoning_steps"] or "").strip()) for r in rows)
-    value, why = _all_queries(study, reasoned)
+    value, why = all_queries_figure(study["selected"], study["total"], reasoned)
     check("E2E4-FR6-1", value, **_ctx(study, structured_json_rate=structured, with_reasoning=reasoned, **why))
 
 
 @pytest.mark.spec("E2E4-SC-1")
 def test_processed_by_all_three(study, check):
     ids = [set(r["query_id"] for r in study["rows"][e]) for e in FILES]
-    value, why = _all_queries(study, len(set.intersection(*ids)))
+    value, why = all_queries_figure(study["selected"], study["total"], len(set.intersection(*ids)))
     check("E2E4-SC-1", value, **_ctx(study, processed_by_all=len(set.intersection(*ids)), **why))
 
 
@@ -282,19 +271,15 @@ def _judged_ctx(study, judged, **kw):
 def test_hallucination_rate_paired(study, judged, spec, check, measure):
     candidate, baseline = {"E2E4-HALLU-1": ("e3", "e2"), "E2E4-HALLU-2": ("e4", "e3")}[spec.id]
     if spec.id == "E2E4-HALLU-1":  # the per-experiment, per-query-type figures, once
+        from harness.judge.study import summarize_by_type
+
         for judge, by_exp in judged["by_judge"].items():
             for e, js in by_exp.items():
                 types = [r["metadata"].get("query_type", "?") for r in study["rows"][e]]
-                for qtype in sorted(set(types)) + ["all"]:
-                    sel = [j for j, t in zip(js, types) if qtype in ("all", t)]
-                    ruled = [j for j in sel if j.ruled]
+                for qtype, row in summarize_by_type(js, types).items():
+                    counts = {k: v for k, v in row.items() if k not in ("faithfulness", "hallucination_rate")}
                     for name in ("faithfulness", "hallucination_rate"):
-                        vals = [getattr(j, name) for j in ruled]
-                        measure(f"{name}:{qtype}", float(np.mean(vals)) if vals else float("nan"), technique=e,
-                                judge=judge, **_ctx(study, n=len(ruled), answers=len(sel),
-                                                    abstained=sum(bool(j.extra.get("abstained")) for j in sel),
-                                                    failed_rulings=sum(j.failures for j in sel),
-                                                    claims_cut=sum(j.claims_cut for j in sel)))
+                        measure(f"{name}:{qtype}", row[name], technique=e, judge=judge, **_ctx(study, **counts))
         from harness.judge import context_precision, context_recall as id_recall
 
         for e, rows in study["rows"].items():  # no judge: the queries' gold pages (context_reference)

@@ -215,34 +215,11 @@ def test_latency_scales_with_complexity(uncached_llm, embedder, make_technique, 
           technique=pipe.name)
 
 
-def _crag_web(qa, embedder, harness_config):
-    """CRAG's web for an open-QA set with a corpus: the configured search (`harness.web_search_url`), else the
-    simulation of `harness.retrieval.simulated_web` (a seeded share of gold passages moved out of the corpus
-    into a BM25-searched collection among distractors). Both stores persist under the cache dir (keyed by the
-    share and seed); their vectors come from the embedding cache once the set has been indexed."""
-    from harness.fixtures import persistent_index
-    from harness.retrieval import Retriever
-    from harness.retrieval.index.lancedb_store import LanceStore
-    from harness.retrieval.simulated_web import withhold_gold
-    from harness.techniques.crag import LocalWebSearch
-    from harness.techniques.registry import Services
-
-    d = harness_config.harness.datasets
-    if harness_config.harness.web_search_url:  # the whole corpus, and the configured web (Services builds it)
-        return persistent_index(qa, embedder, harness_config), Services(harness_config).require("web"), None
-    sim = withhold_gold(qa.corpus, qa.qrels, share=d.crag_withheld_share, seed=harness_config.harness.seed)
-    key = f"{qa.name}-withheld-{d.crag_withheld_share:g}-seed{sim.seed}"
-    internal = LanceStore(harness_config.harness.cache_dir / "lancedb" / key, "internal")
-    internal.index(sim.internal, embedder)
-    web = LanceStore(harness_config.harness.cache_dir / "lancedb" / key, "web")
-    web.index(sim.web, embedder)
-    return internal, LocalWebSearch(Retriever(web, embedder, "bm25"), domain="simulated-web.local"), sim
-
-
 @pytest.mark.spec("CRAG-005")
 def test_crag_open_qa(spec, qa_set, llm, embedder, make_technique, harness_config, check, measure):
     """Open QA with a corpus (default halueval-qa; queries carry gold `answers`): plain RAG over the internal
     corpus vs CRAG over it and the web, paired per question; correct = an accepted answer in the response."""
+    from harness.fixtures import crag_backends
     from harness.llm.client import LLMError
     from harness.metrics.qa import score_answer
     from harness.retrieval import Retriever
@@ -252,7 +229,7 @@ def test_crag_open_qa(spec, qa_set, llm, embedder, make_technique, harness_confi
     qa = qa_set("crag")
     if not qa.corpus:
         pytest.fail(f"{qa.root}: CRAG-005 needs a QA set with a corpus to retrieve from", pytrace=False)
-    store, web, sim = _crag_web(qa, embedder, harness_config)
+    store, web, sim = crag_backends(qa, embedder, harness_config)
     dense = Retriever(store, embedder, "dense")
     crag = make_technique("crag", Services(harness_config, retriever=dense, embedder=embedder, llm=llm, web=web))
     n = harness_config.harness.max_queries

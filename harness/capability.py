@@ -6,7 +6,6 @@ inconclusive, whatever the technique does).
 from __future__ import annotations
 
 import random
-import re
 from dataclasses import asdict, dataclass
 from typing import Any, Sequence
 
@@ -16,6 +15,7 @@ from harness.llm.spend import spending_for
 from harness.parallel import ordered_map
 from harness.prompts import load_prompts, render
 from harness.stats.intervals import wilson_interval
+from harness.techniques.parsing import parse_letter
 
 
 def sample_mcq(items: Sequence[MCQItem], n: int, seed: int) -> list[MCQItem]:
@@ -24,12 +24,6 @@ def sample_mcq(items: Sequence[MCQItem], n: int, seed: int) -> list[MCQItem]:
         return list(items)
     picked = sorted(random.Random(seed).sample(range(len(items)), n))
     return [items[i] for i in picked]
-
-
-def parse_letter(text: str, letters: str) -> str | None:
-    """The first option letter standing alone in a reply (`B`, `B)`, `(B)`, `Answer: B`), else None."""
-    m = re.search(rf"(?<![A-Za-z])([{letters}])(?![A-Za-z])", text.strip())
-    return m.group(1) if m else None
 
 
 @dataclass

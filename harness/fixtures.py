@@ -257,6 +257,30 @@ def persistent_index(dataset: Any, embedder: Any, harness_config: HarnessConfig)
     return store
 
 
+def crag_backends(qa: Any, embedder: Any, harness_config: HarnessConfig):
+    """CRAG's web for an open-QA set with a corpus: the configured search (`harness.web_search_url`), else the
+    simulation of `harness.retrieval.simulated_web` (a seeded share of gold passages moved out of the corpus
+    into a BM25-searched collection among distractors). Both stores persist under the cache dir (keyed by the
+    share and seed); their vectors come from the embedding cache once the set has been indexed.
+    Returns (internal store, web search, the simulation or None)."""
+    from harness.retrieval import Retriever
+    from harness.retrieval.index.lancedb_store import LanceStore
+    from harness.retrieval.simulated_web import withhold_gold
+    from harness.techniques.crag import LocalWebSearch
+    from harness.techniques.registry import Services
+
+    d = harness_config.harness.datasets
+    if harness_config.harness.web_search_url:  # the whole corpus, and the configured web (Services builds it)
+        return persistent_index(qa, embedder, harness_config), Services(harness_config).require("web"), None
+    sim = withhold_gold(qa.corpus, qa.qrels, share=d.crag_withheld_share, seed=harness_config.harness.seed)
+    key = f"{qa.name}-withheld-{d.crag_withheld_share:g}-seed{sim.seed}"
+    internal = LanceStore(harness_config.harness.cache_dir / "lancedb" / key, "internal")
+    internal.index(sim.internal, embedder)
+    web = LanceStore(harness_config.harness.cache_dir / "lancedb" / key, "web")
+    web.index(sim.web, embedder)
+    return internal, LocalWebSearch(Retriever(web, embedder, "bm25"), domain="simulated-web.local"), sim
+
+
 @pytest.fixture(scope="session")
 def index(corpus, embedder, harness_config: HarnessConfig):
     """`corpus` embedded into a persistent LanceDB table under the cache dir (skipped when unchanged)."""

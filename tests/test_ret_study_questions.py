@@ -58,3 +58,11 @@ def test_retail_study_keeps_its_pages_as_the_relevance_label():
     page = q.references[0]
     assert q.is_relevant(Hit("c1", 1.0, f"... {q.answers[0]} ...", {"filename": page}))
     assert not q.is_relevant(Hit("c2", 1.0, f"... {q.answers[0]} ...", {"filename": "other.md"}))
+
+
+def test_the_choice_is_a_capital_letter_standing_alone():
+    from harness.techniques.ret_mcq import parse_choice
+
+    assert parse_choice("B") == 1 and parse_choice("(C) because") == 2 and parse_choice("Answer: D.") == 3
+    assert parse_choice("a cat sat on the mat") is None, "the article 'a' is not option A"
+    assert parse_choice("I am not sure") is None

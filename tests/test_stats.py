@@ -52,8 +52,8 @@ def test_effect_size_and_mde(seed):
     a, b = rng.normal(1, 1, 30), rng.normal(0.5, 1, 30)
     d = a - b
     assert abs(cohens_dz(a, b) - d.mean() / d.std(ddof=1)) < 1e-12
-    mde = minimum_detectable_effect(1.0, 100)
-    assert abs(mde - (st.norm.ppf(0.975) + st.norm.ppf(0.8)) / 10) < 1e-12
+    mde = minimum_detectable_effect(1.0, 100)  # the verdicts' MDE: t quantiles, n - 1 degrees of freedom
+    assert abs(mde - (st.t.ppf(0.975, 99) + st.t.ppf(0.8, 99)) / 10) < 1e-12
 
 
 def test_bootstrap_and_permutation_behave():

@@ -5,13 +5,15 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Sequence
 
+import numpy as np
+
 from harness.judge.labelled import LabelledClaim
 from harness.judge.llm_judge import AnswerJudgement, Judge, LexicalJudge, judge_answer
 from harness.judge.reliability import JudgeReliability, krippendorff_alpha, majority_verdict
 from harness.parallel import ordered_map
 from harness.progress import progress
 
-__all__ = ["AgreementStudy", "judge_answers", "measure_agreement"]
+__all__ = ["AgreementStudy", "judge_answers", "measure_agreement", "summarize_by_type"]
 
 
 @dataclass
@@ -84,4 +86,20 @@ def judge_answers(judge: Judge, answers: Sequence[tuple[str, str, str]], *, max_
 
     out = ordered_map(one, list(answers), _concurrency(judge))
     bar.close()
+    return out
+
+
+def summarize_by_type(judgements: Sequence[AnswerJudgement], types: Sequence[str]) -> dict[str, dict[str, Any]]:
+    """Mean faithfulness and hallucination rate per query type (and "all") over the answers with at least one
+    ruled claim, beside what was left out: answers, abstentions, failed rulings, claims cut."""
+    if len(judgements) != len(types):
+        raise ValueError(f"{len(judgements)} judgements for {len(types)} query types")
+    out: dict[str, dict[str, Any]] = {}
+    for qtype in sorted(set(types)) + ["all"]:
+        sel = [j for j, t in zip(judgements, types) if qtype in ("all", t)]
+        ruled = [j for j in sel if j.ruled]
+        out[qtype] = {name: float(np.mean([getattr(j, name) for j in ruled])) if ruled else float("nan")
+                      for name in ("faithfulness", "hallucination_rate")}
+        out[qtype].update(n=len(ruled), answers=len(sel), abstained=sum(bool(j.extra.get("abstained")) for j in sel),
+                          failed_rulings=sum(j.failures for j in sel), claims_cut=sum(j.claims_cut for j in sel))
     return out

@@ -142,15 +142,6 @@ def cohens_dz(candidate: Sequence[float], baseline: Sequence[float]) -> float:
     return float(d.mean() / sd)
 
 
-def minimum_detectable_effect(sd_of_differences: float, n: int, *, alpha: float = 0.05, power: float = 0.8) -> float:
-    """Smallest true mean difference a two-sided paired t-test detects with `power` at `alpha` for n pairs
-    (normal approximation): (z_{1-alpha/2} + z_{power}) * sd / sqrt(n)."""
-    if n <= 0:
-        return float("inf")
-    z = _st.norm.ppf(1 - alpha / 2) + _st.norm.ppf(power)
-    return float(z * sd_of_differences / np.sqrt(n))
-
-
 def kendall_tau(x: Sequence[float], y: Sequence[float]) -> float:
     """Kendall's tau-b (scipy); nan when undefined (a constant input), never a made-up 0.0."""
     if len(set(x)) < 2 or len(set(y)) < 2:

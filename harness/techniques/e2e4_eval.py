@@ -49,6 +49,17 @@ def correct(row: dict[str, Any]) -> bool:
     return all(answer_match(row["llm_answer"], p) for p in parts)
 
 
+def all_queries_figure(selected: int, total: int, count: int) -> tuple[float, dict[str, str]]:
+    """A "processes all `total` queries" figure from a run over `selected` of them, `count` of which were
+    processed: the count itself when the run took all; when it took fewer, a failure among them already refutes
+    the claim (the count is reported and falls short), and a clean subset cannot confirm it (nan, with the
+    reason: inconclusive)."""
+    if selected == total or count < selected:
+        return count, {}
+    return float("nan"), {"reason": f"the run took {selected} of the {total} queries (--max-queries {selected}) "
+                                    f"and processed all {count}; --max-queries 0 runs all {total}"}
+
+
 def load_rows(path: str | Path) -> list[dict[str, Any]]:
     return [json.loads(line) for line in Path(path).read_text(encoding="utf-8").splitlines() if line.strip()]
 

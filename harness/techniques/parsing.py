@@ -59,3 +59,9 @@ CONTENT_STOPWORDS = frozenset(
 
 def content_words(text: str) -> set[str]:
     return {w for w in _norm(text).split() if w not in CONTENT_STOPWORDS and len(w) > 2}
+
+
+def parse_letter(text: str, letters: str) -> str | None:
+    """The first option letter standing alone in a reply (`B`, `B)`, `(B)`, `Answer: B`), else None."""
+    m = re.search(rf"(?<![A-Za-z])([{letters}])(?![A-Za-z])", text.strip())
+    return m.group(1) if m else None

@@ -4,12 +4,12 @@ and (RET on) fingerprint coverage."""
 from __future__ import annotations
 
 import random
-import re
 from dataclasses import dataclass
 from typing import Any, Sequence
 
 from harness.metrics.text import answer_match
 from harness.prompts import load_prompts, render
+from harness.techniques.parsing import parse_letter
 from harness.techniques.ret import RetResult, fingerprint_coverage, mcq_blend, synthesis_prompt, tokens
 from harness.types import Hit, Trace
 
@@ -98,9 +98,10 @@ def mcq_prompt(question: str, options: Sequence[str], docs: Sequence[Hit], table
 
 
 def parse_choice(text: str) -> int | None:
-    """The option letter in a reply (A-D), as an index; None when there is none."""
-    m = re.search(r"\b([ABCD])\b", text.upper())
-    return LETTERS.index(m.group(1)) if m else None
+    """The option letter in a reply (A-D, `parse_letter`: capital and standing alone, so the article "a" is
+    not option A), as an index; None when there is none."""
+    letter = parse_letter(text, LETTERS)
+    return LETTERS.index(letter) if letter else None
 
 
 def choose(llm, question: str, options: Sequence[str], docs: Sequence[Hit], table: str | None,
