@@ -242,7 +242,8 @@ def _run_under_control(item: pytest.Item, spec_: Spec) -> dict[str, Any]:
 def _isolated_outcome(item: pytest.Item, spec_: Spec, ctl: Any) -> dict[str, Any]:
     """Run every collected benchmark test bound to `ctl` once, in a fresh pytest process under
     `--under-control`, and read this spec's verdict from its results.json. A comparative claim is killed when
-    it is not *supported* under the control; a point estimate when it fails."""
+    it is not *supported* under the control (the report calls it undecided when the real run is inconclusive
+    too); a point estimate when it fails."""
     import os
     import subprocess
     import sys

@@ -137,3 +137,28 @@ def test_dataset_cards_list_counts_hash_source_and_licence():
     data = results(0.5)
     data["provenance"] = prov
     assert "<h2>Datasets</h2>" in render_html(data)
+
+
+def _control_outcome(verdict: str, under_control: str, rule: str = "ci") -> str:
+    from harness.catalogue import Spec
+    from harness.report.summary import _control_summary, _undecided_control
+    from harness.stats.verdict import Decision
+
+    spec = Spec("C-1", "t", "benchmark", "m", ">", 0.0, "s", decision=Decision(rule=rule), control="ctl")
+    run = {"outcome": "killed", "breaks": "b", "detail": "", "nodeid": "n", "checks": [{"verdict": under_control}]}
+    summary = _control_summary(spec, [run])
+    _undecided_control(summary, spec, verdict)
+    return summary["outcome"]
+
+
+@pytest.mark.parametrize("verdict, under_control, outcome", [
+    ("supported", "inconclusive", "killed"),  # the control took the support away
+    ("inconclusive", "refuted", "killed"),  # the control made it fail outright
+    ("inconclusive", "inconclusive", "undecided"),  # the data tells the broken run from the real one in neither
+])
+def test_a_control_that_leaves_an_inconclusive_claim_inconclusive_is_undecided(verdict, under_control, outcome):
+    assert _control_outcome(verdict, under_control) == outcome
+
+
+def test_undecided_is_for_comparative_claims_only():
+    assert _control_outcome("inconclusive", "inconclusive", rule="estimate") == "killed"

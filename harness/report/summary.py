@@ -21,7 +21,7 @@ from harness.stats.verdict import decide
 
 VERDICT_ORDER = ("refuted", "fail", "error", "budget", "inconclusive", "supported", "pass", "property", "xfail", "skipped",
                  "not run")
-CONTROL_ORDER = ("killed", "crashed", "survived", "missing", "property", "skipped")
+CONTROL_ORDER = ("killed", "undecided", "crashed", "survived", "missing", "property", "skipped")
 _RANK = {v: i for i, v in enumerate(VERDICT_ORDER)}
 _EFFECT_FIELDS = set(Effect.__dataclass_fields__)
 
@@ -157,7 +157,20 @@ def _control_summary(spec: Spec, runs: list[dict[str, Any]]) -> dict[str, Any] |
     first = next((r for r in runs if r["outcome"] == outcome), runs[0])
     return {"name": spec.control or None, "outcome": outcome, "breaks": first.get("breaks"),
             "detail": first.get("detail", ""), "tests": len(runs),
-            "killed_by": sorted(r["nodeid"] for r in runs if r["outcome"] == "killed")}
+            "killed_by": sorted(r["nodeid"] for r in runs if r["outcome"] == "killed"),
+            "verdicts_under_control": [c.get("verdict") for r in runs if r["outcome"] == "killed"
+                                       for c in r.get("checks") or []]}
+
+
+def _undecided_control(control: dict[str, Any] | None, spec: Spec, verdict: str) -> None:
+    """A comparative claim that reads inconclusive with and without its control: the control did not make it
+    fail, the data could not tell the broken run from the real one. Said so ("undecided"), never "killed"."""
+    under = (control or {}).get("verdicts_under_control") or []
+    if (control and control["outcome"] == "killed" and spec.comparative and verdict == "inconclusive"
+            and under and all(v == "inconclusive" for v in under)):
+        control["outcome"] = "undecided"
+        control["detail"] = ("inconclusive with and without the control: this data cannot show that the check "
+                             "depends on what the control breaks")
 
 
 def _finish(row: dict[str, Any], spec: Spec) -> None:
@@ -197,6 +210,7 @@ def _finish(row: dict[str, Any], spec: Spec) -> None:
     if spec.kind == "property" and verdict == "pass":
         verdict = "property"  # shown as such, never counted as a pass
     row.update(verdict=verdict, overall=overall)
+    _undecided_control(row.get("control"), spec, verdict)
     for k in ("value", "ci", "iqr", "n", "p_value", "p_holm", "mde", "queries_needed", "available", "untestable",
               "reason", "improved", "unchanged", "degraded", "model", "technique", "dataset", "interval",
               "fallback_rate",
