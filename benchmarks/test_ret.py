@@ -147,7 +147,7 @@ def test_selection_rank_correlation(ret_study, check):
         check("RET-GATE-3", float("nan"), **_ctx(ret_study, n=len(tau_on), undefined=undefined,
                                                  reason="fewer than 2 questions with tau defined in both arms"))
         return
-    check("RET-GATE-3", paired_effect(tau_on, tau_off, seed=1),
+    check("RET-GATE-3", paired_effect(tau_on, tau_off, bounds=(-1.0, 1.0), seed=1),
           **_ctx(ret_study, undefined=undefined, tau_off=float(tau_off.mean()), tau_on=float(tau_on.mean())))
 
 

@@ -266,15 +266,11 @@ def test_wilcoxon_drops_near_zero_differences_only():
 
 def test_paired_helpers_edge_cases():
     from harness.retrieval.rank_fusion import rrf_scores
-    from harness.stats.paired import minimum_detectable_effect as z_mde
     from harness.stats.paired import relative_improvement, wilcoxon
 
     assert rrf_scores([["a", "b"]], k=0) == {"a": 1.0, "b": 0.5}
     with pytest.raises(ValueError, match="k must be non-negative"):
         rrf_scores([["a"]], k=-1)
-    assert z_mde(0.2, 0) == math.inf and z_mde(0.2, 1) == pytest.approx(
-        (st.norm.ppf(0.975) + st.norm.ppf(0.8)) * 0.2)
-    assert z_mde(0.2, 25, alpha=0.1, power=0.9) == pytest.approx((st.norm.ppf(0.95) + st.norm.ppf(0.9)) * 0.2 / 5)
     assert relative_improvement([0.5, 0.1], [0.0, 0.0]) == math.inf
     assert relative_improvement([0.0], [0.0]) == 0.0
     assert wilcoxon([0.3, 0.3], [0.3, 0.3]) == 1.0
@@ -548,5 +544,6 @@ def test_binary_paired_effect_with_only_ties_cannot_be_decided():
     assert eff.interval_method == "agresti-min" and eff.ci[0] < 0 < 0.05 < eff.ci[1]
     assert eff.sd == pytest.approx(math.sqrt(1 / 7))  # p_i = p_d = 0.5/7: sqrt(p_i + p_d)
     assert decide(eff, ">=", 0.05, Decision("ci")).verdict == "inconclusive"
-    t = paired_effect([0.0] * 5, [0.0] * 5)  # what a t interval says of the same ties
-    assert t.ci == (0.0, 0.0) and decide(t, ">=", 0.05, Decision("ci")).verdict == "refuted"
+    t = paired_effect([0.0] * 5, [0.0] * 5)  # not binary: the ties interval, ±(1 - 0.025^(1/5)) = ±0.522
+    assert t.interval_method == "ties" and t.ci[1] == pytest.approx(1 - 0.025 ** 0.2)
+    assert decide(t, ">=", 0.05, Decision("ci")).verdict == "inconclusive"

@@ -2,6 +2,8 @@
 and independent libraries (scipy, statsmodels), including the degenerate cases."""
 from __future__ import annotations
 
+import dataclasses
+
 import math
 
 import numpy as np
@@ -148,11 +150,28 @@ def test_claim_beyond_the_metrics_headroom_is_untestable_not_refuted():
 
 
 def test_all_zero_differences():
+    """30 tied pairs do not collapse the interval to (0, 0): at most 1 - 0.025^(1/30) = 11.6% of queries could
+    differ (Clopper-Pearson), each by at most the metric's range 1, so the mean lies within ±0.1157."""
     e = paired_effect(np.full(30, 0.4), np.full(30, 0.4))
-    assert e.ci == (0.0, 0.0) and (e.improved, e.unchanged, e.degraded) == (0, 30, 0)
-    assert decide(e, ">=", 0.05, CI).verdict == "refuted"
-    assert decide(e, ">=", 0.0, CI).verdict == "supported"
+    bound = 1 - 0.025 ** (1 / 30)
+    assert e.interval_method == "ties" and e.ci == pytest.approx((-bound, bound)) and bound == pytest.approx(0.1157, abs=1e-4)
+    assert (e.improved, e.unchanged, e.degraded) == (0, 30, 0)
+    assert decide(e, ">=", 0.05, CI).verdict == "inconclusive"
+    assert decide(e, ">=", 0.0, CI).verdict == "inconclusive"
+    assert decide(e, ">=", 0.2, CI).verdict == "refuted"
     assert e.p_values["t"] == 1.0 and e.p_values["wilcoxon"] == 1.0
+    many = paired_effect(np.full(200, 0.4), np.full(200, 0.4))  # ±0.0183: 200 ties do refute +0.05
+    assert many.ci[1] == pytest.approx(1 - 0.025 ** (1 / 200)) and decide(many, ">=", 0.05, CI).verdict == "refuted"
+
+
+def test_a_zero_width_interval_cannot_decide():
+    """Equal non-zero differences (or ties of an unbounded metric) give a zero-width interval: inconclusive."""
+    e = paired_effect(np.full(10, 0.5), np.full(10, 0.4))
+    assert e.ci[0] == pytest.approx(e.ci[1])
+    v = decide(dataclasses.replace(e, ci=(0.1, 0.1)), ">=", 0.2, CI)
+    assert v.verdict == "inconclusive" and "degenerate" in v.reason
+    unbounded = paired_effect(np.full(10, 3.0), np.full(10, 3.0), bounds=None)
+    assert unbounded.ci == (0.0, 0.0) and decide(unbounded, ">=", 0.05, CI).verdict == "inconclusive"
 
 
 def test_single_query_is_inconclusive_and_cannot_extrapolate():

@@ -97,6 +97,14 @@ def _wilcoxon_p(d: np.ndarray) -> float:
     return float(_st.wilcoxon(nz, zero_method="wilcox", alternative="two-sided").pvalue)
 
 
+def ties_interval(n: int, metric_range: float, confidence: float = 0.95) -> Interval:
+    """The mean difference's interval when all `n` pairs are tied: the share of queries on which the arms
+    could differ is at most p = 1 - ((1 - c) / 2) ** (1 / n) (Clopper-Pearson, 0 of n seen), and a query's
+    difference at most the metric's range, so the mean lies within ±p·range. 30 ties of a 0..1 metric: ±0.116."""
+    p = 1.0 - ((1.0 - confidence) / 2.0) ** (1.0 / n)
+    return (-p * metric_range, p * metric_range)
+
+
 def paired_effect(candidate: Sequence[float], baseline: Sequence[float], *, relative: bool = False,
                   bounds: tuple[float, float] | None = (0.0, 1.0), confidence: float = 0.95,
                   interval: str | None = None, binary: bool = False, n_resamples: int = 10_000,
@@ -132,6 +140,9 @@ def paired_effect(candidate: Sequence[float], baseline: Sequence[float], *, rela
         est = float(d.mean()) if n else float("nan")
         if method == "agresti-min":  # its sd, so that queries needed and the MDE agree with the interval
             sd, ci = agresti_min_sd(a, b), agresti_min_interval(a, b, confidence=confidence)
+        elif n and bounds and not np.any(d):  # every pair tied: a sample interval would be (0, 0)
+            sd, ci, method = 0.0, ties_interval(n, bounds[1] - bounds[0], confidence), "ties"
+            common["interval_method"] = method
         else:
             sd = float(d.std(ddof=1)) if n > 1 else float("nan")
             ci = _interval(d, method, confidence, n_resamples, seed)

@@ -136,6 +136,11 @@ def _decide(effect: Effect, comparator: str, threshold: float, decision: Decisio
                                        f"over the baseline, the claim needs {comparator} {threshold:g}", True)
     if math.isnan(lo) or math.isnan(hi):
         return out("inconclusive", "interval undefined")
+    if lo == hi:  # every paired difference equal (sd 0): a zero-width interval is no measure of uncertainty
+        return Verdict("inconclusive", f"every paired difference is {est:.4g} (sd 0) over {effect.n} pairs: the "
+                                       f"{conf:.0%} CI [{lo:.4g}, {hi:.4g}] is degenerate and cannot decide "
+                                       "(e.g. the technique changed nothing, or the judge cannot tell answers apart)",
+                       None, mde, True)
     if not _satisfies(lo, comparator, threshold) and not _satisfies(hi, comparator, threshold):
         return out("refuted", f"the whole {conf:.0%} CI [{lo:.4g}, {hi:.4g}] violates {comparator} {threshold:g}")
     if decision.rule == "ci":
