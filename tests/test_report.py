@@ -141,14 +141,12 @@ def test_dataset_cards_list_counts_hash_source_and_licence():
 
 def _control_outcome(verdict: str, under_control: str, rule: str = "ci") -> str:
     from harness.catalogue import Spec
-    from harness.report.summary import _control_summary, _undecided_control
+    from harness.report.summary import _control_summary
     from harness.stats.verdict import Decision
 
     spec = Spec("C-1", "t", "benchmark", "m", ">", 0.0, "s", decision=Decision(rule=rule), control="ctl")
     run = {"outcome": "killed", "breaks": "b", "detail": "", "nodeid": "n", "checks": [{"verdict": under_control}]}
-    summary = _control_summary(spec, [run])
-    _undecided_control(summary, spec, verdict)
-    return summary["outcome"]
+    return _control_summary(spec, [run], verdict)["outcome"]
 
 
 @pytest.mark.parametrize("verdict, under_control, outcome", [

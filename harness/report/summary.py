@@ -140,7 +140,7 @@ def spec_rows(collector: Collector, catalogue: Catalogue) -> list[dict[str, Any]
             "comparative": spec.comparative, "catalogue_dataset": list(spec.dataset), "datasets": entries, "checks": len(cs),
             "tests": [o["nodeid"] for o in os_], "supporting_tests": supporting.get(spec.id, 0),
             "message": next((o["message"] for o in os_ if o["message"]), ""), "_outcomes": os_,
-            "kind": spec.kind, "control": _control_summary(spec, controls.get(spec.id, [])),
+            "kind": spec.kind, "_control_runs": controls.get(spec.id, []),
         })
     _holm(rows, catalogue)
     for row in rows:
@@ -148,29 +148,24 @@ def spec_rows(collector: Collector, catalogue: Catalogue) -> list[dict[str, Any]
     return rows
 
 
-def _control_summary(spec: Spec, runs: list[dict[str, Any]]) -> dict[str, Any] | None:
+def _control_summary(spec: Spec, runs: list[dict[str, Any]], verdict: str) -> dict[str, Any] | None:
     """The spec's negative-control outcome over its tests: killed if any of them failed its check under the
-    control (the spec would have failed), else the most telling other outcome."""
+    control (the spec would have failed), else the most telling other outcome. A comparative claim that reads
+    inconclusive (`verdict`) both for real and under the control is undecided, not killed: the data could not
+    tell the broken run from the real one."""
     if not runs:
         return None
     outcome = min((r["outcome"] for r in runs), key=lambda o: CONTROL_ORDER.index(o) if o in CONTROL_ORDER else 99)
     first = next((r for r in runs if r["outcome"] == outcome), runs[0])
-    return {"name": spec.control or None, "outcome": outcome, "breaks": first.get("breaks"),
-            "detail": first.get("detail", ""), "tests": len(runs),
-            "killed_by": sorted(r["nodeid"] for r in runs if r["outcome"] == "killed"),
-            "verdicts_under_control": [c.get("verdict") for r in runs if r["outcome"] == "killed"
-                                       for c in r.get("checks") or []]}
-
-
-def _undecided_control(control: dict[str, Any] | None, spec: Spec, verdict: str) -> None:
-    """A comparative claim that reads inconclusive with and without its control: the control did not make it
-    fail, the data could not tell the broken run from the real one. Said so ("undecided"), never "killed"."""
-    under = (control or {}).get("verdicts_under_control") or []
-    if (control and control["outcome"] == "killed" and spec.comparative and verdict == "inconclusive"
-            and under and all(v == "inconclusive" for v in under)):
-        control["outcome"] = "undecided"
-        control["detail"] = ("inconclusive with and without the control: this data cannot show that the check "
-                             "depends on what the control breaks")
+    detail = first.get("detail", "")
+    under = [c.get("verdict") for r in runs if r["outcome"] == "killed" for c in r.get("checks") or []]
+    if (outcome == "killed" and spec.comparative and verdict == "inconclusive" and under
+            and all(v == "inconclusive" for v in under)):
+        outcome = "undecided"
+        detail = ("inconclusive with and without the control: this data cannot show that the check depends on "
+                  "what the control breaks")
+    return {"name": spec.control or None, "outcome": outcome, "breaks": first.get("breaks"), "detail": detail,
+            "tests": len(runs), "killed_by": sorted(r["nodeid"] for r in runs if r["outcome"] == "killed")}
 
 
 def _finish(row: dict[str, Any], spec: Spec) -> None:
@@ -209,8 +204,7 @@ def _finish(row: dict[str, Any], spec: Spec) -> None:
         e.pop("_record", None)
     if spec.kind == "property" and verdict == "pass":
         verdict = "property"  # shown as such, never counted as a pass
-    row.update(verdict=verdict, overall=overall)
-    _undecided_control(row.get("control"), spec, verdict)
+    row.update(verdict=verdict, overall=overall, control=_control_summary(spec, row.pop("_control_runs"), verdict))
     for k in ("value", "ci", "iqr", "n", "p_value", "p_holm", "mde", "queries_needed", "available", "untestable",
               "reason", "improved", "unchanged", "degraded", "model", "technique", "dataset", "interval",
               "fallback_rate",

@@ -16,7 +16,7 @@ from scipy import stats as _st
 
 from harness.stats.intervals import (
     Interval, agresti_min_interval, agresti_min_sd, bca_from_replicates, bca_interval, percentile_interval, t_interval,
-    wilson_interval,
+    ties_interval, wilson_interval,
 )
 
 # Chosen by benchmarks/test_calibration.py on Cranfield (dense, BM25, hybrid; 225 topics): see README.
@@ -97,14 +97,6 @@ def _wilcoxon_p(d: np.ndarray) -> float:
     return float(_st.wilcoxon(nz, zero_method="wilcox", alternative="two-sided").pvalue)
 
 
-def ties_interval(n: int, metric_range: float, confidence: float = 0.95) -> Interval:
-    """The mean difference's interval when all `n` pairs are tied: the share of queries on which the arms
-    could differ is at most p = 1 - ((1 - c) / 2) ** (1 / n) (Clopper-Pearson, 0 of n seen), and a query's
-    difference at most the metric's range, so the mean lies within ±p·range. 30 ties of a 0..1 metric: ±0.116."""
-    p = 1.0 - ((1.0 - confidence) / 2.0) ** (1.0 / n)
-    return (-p * metric_range, p * metric_range)
-
-
 def paired_effect(candidate: Sequence[float], baseline: Sequence[float], *, relative: bool = False,
                   bounds: tuple[float, float] | None = (0.0, 1.0), confidence: float = 0.95,
                   interval: str | None = None, binary: bool = False, n_resamples: int = 10_000,
@@ -123,6 +115,8 @@ def paired_effect(candidate: Sequence[float], baseline: Sequence[float], *, rela
     method = interval or ("agresti-min" if binary and not relative else VERDICT_INTERVAL[kind])
     n = len(a)
     d = a - b
+    if not relative and method != "agresti-min" and n and bounds and not np.any(d):
+        method = "ties"  # every pair tied: a sample interval would collapse to (0, 0)
     counts = dict(improved=int(np.sum(d > _TIE)), unchanged=int(np.sum(np.abs(d) <= _TIE)),
                   degraded=int(np.sum(d < -_TIE)))
     p_values: dict[str, float] = {}
@@ -140,9 +134,8 @@ def paired_effect(candidate: Sequence[float], baseline: Sequence[float], *, rela
         est = float(d.mean()) if n else float("nan")
         if method == "agresti-min":  # its sd, so that queries needed and the MDE agree with the interval
             sd, ci = agresti_min_sd(a, b), agresti_min_interval(a, b, confidence=confidence)
-        elif n and bounds and not np.any(d):  # every pair tied: a sample interval would be (0, 0)
-            sd, ci, method = 0.0, ties_interval(n, bounds[1] - bounds[0], confidence), "ties"
-            common["interval_method"] = method
+        elif method == "ties":
+            sd, ci = 0.0, ties_interval(n, bounds[1] - bounds[0], confidence=confidence)
         else:
             sd = float(d.std(ddof=1)) if n > 1 else float("nan")
             ci = _interval(d, method, confidence, n_resamples, seed)
