@@ -108,3 +108,56 @@ def test_power_prediction(topic_scores, check, measure):
     check("CALIB-POWER-PREDICTION", worst, **_ctx(topic_scores, n=len(results) * 1000,
                                                   measured=[r.measured_power for r in results],
                                                   predicted_n=[r.predicted_n for r in results]))
+
+
+# ---------------------------------------------------------------- the sequential rule (issue #28)
+def _designs():
+    from harness.stats.sequential import SequentialDesign
+
+    return {30: SequentialDesign.plan(30), 225: SequentialDesign.plan(225)}
+
+
+@pytest.mark.spec("CALIB-SEQ-TYPE1-N30", "CALIB-SEQ-TYPE1-N225")
+def test_sequential_type1_error(spec, topic_scores, check, measure):
+    design = _designs()[int(spec.id.rsplit("-N", 1)[1])]
+    res = [calib.sequential_type1(topic_scores[x], topic_scores[y], design, sims=3000, seed=SEED + i)
+           for i, (x, y) in enumerate(PAIRS)]
+    rate = float(np.mean([r.rejection_rate for r in res]))
+    fixed = float(np.mean([r.fixed_n_rejection_rate for r in res]))
+    measure(f"sequential:type1:looks={list(design.looks)}", rate,
+            **_ctx(topic_scores, sims=3 * 3000, alpha=0.05, fixed_n_rate=fixed, rule=design.describe()))
+    check(spec.id, rate, **_ctx(topic_scores, n=3 * 3000, looks=list(design.looks), bounds=list(design.bounds),
+                                fixed_n_rate_at_last_look=fixed, per_pair=[r.rejection_rate for r in res]))
+
+
+@pytest.mark.spec("CALIB-SEQ-COVERAGE-N30", "CALIB-SEQ-COVERAGE-N225")
+def test_sequential_coverage(spec, topic_scores, check, measure):
+    design = _designs()[int(spec.id.rsplit("-N", 1)[1])]
+    res = [calib.sequential_coverage(topic_scores[x], topic_scores[y], design, sims=2000, seed=SEED + i)
+           for i, (x, y) in enumerate(PAIRS)]
+    cov = float(np.mean([r.coverage for r in res]))
+    measure(f"sequential:coverage:looks={list(design.looks)}", cov,
+            **_ctx(topic_scores, sims=3 * 2000, truths=[r.truth for r in res],
+                   mean_queries=[r.mean_queries for r in res]))
+    check(spec.id, cov, **_ctx(topic_scores, n=3 * 2000, looks=list(design.looks), per_pair=[r.coverage for r in res],
+                               mean_queries=[r.mean_queries for r in res], truths=[r.truth for r in res]))
+
+
+@pytest.mark.spec("CALIB-SEQ-QUERIES-N225")
+def test_sequential_queries_used(topic_scores, check, measure):
+    """Average queries the rule uses under planted effects (claim '> 0'), beside the fixed-n rule's power."""
+    share = {}
+    for n_max, design in _designs().items():
+        for effect in (0.02, 0.05, 0.10):
+            res = [calib.sequential_planted(topic_scores[x], topic_scores[y], design, effect, sims=2000, seed=SEED + i)
+                   for i, (x, y) in enumerate(PAIRS)]
+            used = float(np.mean([r.mean_queries for r in res]))
+            share[(n_max, effect)] = used / n_max
+            measure(f"sequential:queries:+{effect:g}:n_max={n_max}", used,
+                    **_ctx(topic_scores, sims=3 * 2000, looks=list(design.looks), share_of_n_max=used / n_max,
+                           decided=float(np.mean([r.rejection_rate for r in res])),
+                           fixed_n_decided=float(np.mean([r.fixed_n_rejection_rate for r in res])),
+                           stopped_share_per_look=np.mean([r.stopped_share for r in res], axis=0).tolist()))
+    check("CALIB-SEQ-QUERIES-N225", share[(225, 0.10)],
+          **_ctx(topic_scores, n=3 * 2000, looks=list(_designs()[225].looks),
+                 all_shares={f"+{e:g}@{n}": v for (n, e), v in share.items()}))

@@ -15,7 +15,7 @@ from harness.prompts import load_prompts, render
 from harness.stats.effect import paired_effect
 from harness.stats.latency import interleaved_ratio
 from harness.techniques.generation import numbered_sources
-from harness.techniques.registry import Arm
+from harness.techniques.registry import Arm, LazyArm
 from harness.types import Query
 
 pytestmark = pytest.mark.benchmark
@@ -31,15 +31,12 @@ def _ndcg_at_10(dataset, runs: dict[str, list[str]]) -> np.ndarray:
     return evaluate(qrels, runs, ["nDCG@10"])["nDCG@10"]
 
 
-def _failure_rates(measure, arm: Arm, *, dataset) -> dict:
+def _failure_rates(arm: Arm) -> dict:
     """Per technique: the share of queries that fell back (e.g. HyDE to the raw query) and that saw an LLM
-    error; recorded as figures and handed to the check, which withholds 'supported' above 10%."""
+    error; handed to the check, which withholds 'supported' above 10%."""
     n, f = len(arm.results), arm.failures
-    rates = {"fallback_rate": len(f["fallback"]) / n if n else float("nan"),
-             "error_rate": len(f["error"]) / n if n else float("nan")}
-    for name, value in rates.items():
-        measure(name, value, technique=arm.technique, dataset=dataset.name, model=arm.model, n=n)
-    return rates
+    return {"fallback_rate": len(f["fallback"]) / n if n else float("nan"),
+            "error_rate": len(f["error"]) / n if n else float("nan")}
 
 
 def _export(arm: Arm, dataset, harness_config, recall_at_10: np.ndarray) -> str:
@@ -57,28 +54,45 @@ def _export(arm: Arm, dataset, harness_config, recall_at_10: np.ndarray) -> str:
     return str(path)
 
 
-def _compare(check, spec_id, dataset, base: Arm, cand: Arm, *, measure, harness_config):
-    """Relative Recall@10 improvement of a technique over dense retrieval, paired per query."""
-    b, c = _recall_at_10(dataset, base.runs), _recall_at_10(dataset, {q: ids[:10] for q, ids in cand.runs.items()})
-    for arm, values in ((base, b), (cand, c)):
-        measure("Recall@10", float(values.mean()), technique=arm.technique, dataset=dataset.name, model=cand.model,
-                n=len(values))
-    rates = _failure_rates(measure, cand, dataset=dataset)
-    diff = paired_effect(c, b, seed=1)
-    check(spec_id, paired_effect(c, b, relative=True, seed=1), model=cand.model, dataset=dataset.name,
-          technique=cand.technique, run_file=_export(cand, dataset, harness_config, c),
-          available=len(dataset.judged_queries()), baseline=float(b.mean()), candidate=float(c.mean()),
-          paired_difference=diff.estimate, paired_difference_ci=list(diff.ci), **rates)
+def _compare(check_sequential, spec_id, dataset, base: LazyArm, cand: LazyArm, *, measure, harness_config,
+             metric: str = "Recall@10", relative: bool = True, **context):
+    """A technique over dense retrieval, paired per query, decided in looks: relative Recall@10 improvement
+    (or the nDCG@10 difference); each look draws only the queries neither arm has run yet."""
+    score = _recall_at_10 if metric == "Recall@10" else _ndcg_at_10
+
+    def arms(n: int):
+        b_arm, c_arm = base.upto(n), cand.upto(n)
+        return b_arm, c_arm, score(dataset, b_arm.runs), score(dataset, {q: ids[:10] for q, ids in c_arm.runs.items()})
+
+    def measure_at(n: int, confidence: float):
+        _, c_arm, b, c = arms(n)
+        diff = paired_effect(c, b, seed=1, confidence=confidence)
+        ctx = {"baseline": float(b.mean()), "candidate": float(c.mean()), "paired_difference": diff.estimate,
+               "paired_difference_ci": list(diff.ci), **_failure_rates(c_arm)}
+        return (paired_effect(c, b, relative=True, seed=1, confidence=confidence) if relative else diff), ctx
+
+    def final(n: int) -> dict:
+        b_arm, c_arm, b, c = arms(n)
+        for arm, values in ((b_arm, b), (c_arm, c)):
+            measure(metric, float(values.mean()), technique=arm.technique, dataset=dataset.name, model=c_arm.model,
+                    n=len(values))
+        for name, value in _failure_rates(c_arm).items():
+            measure(name, value, technique=c_arm.technique, dataset=dataset.name, model=c_arm.model, n=n)
+        return {"run_file": _export(c_arm, dataset, harness_config, c)} if metric == "Recall@10" else {}
+
+    return check_sequential(spec_id, measure_at, cand.available, final=final, model=cand.technique.model,
+                            dataset=dataset.name, technique=cand.technique.name,
+                            available=len(dataset.judged_queries()), **context)
 
 
 @pytest.fixture(scope="session")
 def dense_arm(make_technique, bench_services, bench_queries):
-    return make_technique("dense", bench_services, k=10).arm(bench_queries)
+    return make_technique("dense", bench_services, k=10).lazy_arm(bench_queries)
 
 
 @pytest.fixture(scope="session")
 def hyde_arm(make_technique, bench_services, bench_queries):
-    return make_technique("hyde", bench_services, k=10).arm(bench_queries)
+    return make_technique("hyde", bench_services, k=10).lazy_arm(bench_queries)
 
 
 @pytest.fixture(scope="session")
@@ -88,29 +102,25 @@ def fusion_technique(make_technique, bench_services):
 
 @pytest.fixture(scope="session")
 def fusion_arm(fusion_technique, bench_queries):
-    return fusion_technique.arm(bench_queries)
+    return fusion_technique.lazy_arm(bench_queries)
 
 
 @pytest.fixture(scope="session")
 def fusion_results(fusion_arm):
-    return {r.query_id: r for r in fusion_arm.results}
+    """Fusion over every benchmark query (RAGF-001 and the parallel-retrieval figure read all of them)."""
+    return {r.query_id: r for r in fusion_arm.all().results}
 
 
 @pytest.mark.spec("HYDE-003")
-def test_hyde_recall(dataset, dense_arm, hyde_arm, harness_config, check, measure):
-    _compare(check, "HYDE-003", dataset, dense_arm, hyde_arm, measure=measure, harness_config=harness_config)
+def test_hyde_recall(dataset, dense_arm, hyde_arm, harness_config, check_sequential, measure):
+    _compare(check_sequential, "HYDE-003", dataset, dense_arm, hyde_arm, measure=measure,
+             harness_config=harness_config)
 
 
 @pytest.mark.spec("BENCH-HYDE-CONTRIEVER")
-def test_hyde_ndcg_beats_dense(dataset, dense_arm, hyde_arm, embedder, check, measure):
-    base, cand = _ndcg_at_10(dataset, dense_arm.runs), _ndcg_at_10(dataset, hyde_arm.runs)
-    for arm, v in ((dense_arm, base), (hyde_arm, cand)):
-        measure("nDCG@10", float(v.mean()), technique=arm.technique, dataset=dataset.name, model=hyde_arm.model,
-                n=len(v))
-    n, f = len(base), hyde_arm.failures
-    check("BENCH-HYDE-CONTRIEVER", paired_effect(cand, base, seed=1), model=hyde_arm.model, dataset=dataset.name,
-          technique=hyde_arm.technique, available=len(dataset.judged_queries()), dense_baseline=embedder.name,
-          fallback_rate=len(f["fallback"]) / n if n else float("nan"), error_rate=len(f["error"]) / n if n else float("nan"))
+def test_hyde_ndcg_beats_dense(dataset, dense_arm, hyde_arm, embedder, harness_config, check_sequential, measure):
+    _compare(check_sequential, "BENCH-HYDE-CONTRIEVER", dataset, dense_arm, hyde_arm, measure=measure,
+             harness_config=harness_config, metric="nDCG@10", relative=False, dense_baseline=embedder.name)
 
 
 @pytest.mark.spec("RAGF-001")
@@ -124,8 +134,9 @@ def test_multi_query_diversity(fusion_results, llm, dataset, check):
 
 
 @pytest.mark.spec("RAGF-004")
-def test_fusion_recall(dataset, dense_arm, fusion_arm, harness_config, check, measure):
-    _compare(check, "RAGF-004", dataset, dense_arm, fusion_arm, measure=measure, harness_config=harness_config)
+def test_fusion_recall(dataset, dense_arm, fusion_arm, harness_config, check_sequential, measure):
+    _compare(check_sequential, "RAGF-004", dataset, dense_arm, fusion_arm, measure=measure,
+             harness_config=harness_config)
 
 
 @pytest.mark.spec("RAGF-003")
@@ -142,12 +153,15 @@ def test_fusion_ranking_stability(uncached_llm, make_technique, bench_services, 
 
 
 @pytest.mark.spec("QRW-003")
-def test_rewrite_recall(make_technique, bench_services, bench_queries, dataset, dense_arm, harness_config, check,
-                        measure):
-    arm = make_technique("query-rewriting", bench_services, k=10).arm(bench_queries)
-    changed = sum(r.detail["rewritten"] != r.query for r in arm.results)
-    measure("rewrites_differing_from_original", changed, dataset=dataset.name, model=arm.model, n=len(bench_queries))
-    _compare(check, "QRW-003", dataset, dense_arm, arm, measure=measure, harness_config=harness_config)
+def test_rewrite_recall(make_technique, bench_services, bench_queries, dataset, dense_arm, harness_config,
+                        check_sequential, measure):
+    arm = make_technique("query-rewriting", bench_services, k=10).lazy_arm(bench_queries)
+    out = _compare(check_sequential, "QRW-003", dataset, dense_arm, arm, measure=measure,
+                   harness_config=harness_config)
+    drawn = arm.upto(arm.drawn)
+    measure("rewrites_differing_from_original", sum(r.detail["rewritten"] != r.query for r in drawn.results),
+            dataset=dataset.name, model=drawn.model, n=len(drawn.results))
+    return out
 
 
 def _answer(llm, query: str, hits) -> str:

@@ -162,6 +162,26 @@ class JudgeSettings(_Strict):
     seed: int = 0  # the first ruling's seed; the self-consistency pass uses seed + 1, uncached
 
 
+class SequentialSettings(_Strict):
+    """How comparative claims draw their queries (harness.stats.sequential): in looks, each claim stopping at the
+    first look that decides it. The README's *Sequential verdicts* says what the rule guarantees and costs."""
+
+    enabled: bool = True  # --fixed-n turns it off: every claim uses all its queries in one look
+    look_every: int = Field(default=10, ge=2)  # queries added per look
+    max_looks: int = Field(default=5, ge=1)  # more queries than look_every x max_looks: looks equally spaced
+    spending: Literal["obf", "pocock"] = "obf"  # Lan-DeMets alpha spending: O'Brien-Fleming or Pocock type
+    alpha: float = Field(default=0.05, gt=0, lt=1)  # two-sided: the repeated intervals cover at 1 - alpha jointly
+
+    def design(self, n_max: int) -> Any:
+        """The looks for a claim of at most `n_max` queries (one look at n_max when disabled)."""
+        from harness.stats.sequential import SequentialDesign
+
+        if not self.enabled:
+            return SequentialDesign((n_max,), alpha=self.alpha, spending=self.spending)
+        return SequentialDesign.plan(n_max, look_every=self.look_every, max_looks=self.max_looks, alpha=self.alpha,
+                                     spending=self.spending)
+
+
 class HarnessSettings(_Strict):
     report_dir: Path = Path("reports")
     cache_dir: Path = Path(".cache/rag-harness")
@@ -175,6 +195,7 @@ class HarnessSettings(_Strict):
     web_search_url: str | None = None  # a SearXNG instance: CRAG and WSOP search it instead of a local collection
     llm: LLMSettings = Field(default_factory=LLMSettings)
     judge: JudgeSettings = Field(default_factory=JudgeSettings)
+    sequential: SequentialSettings = Field(default_factory=SequentialSettings)
 
     def capped(self, n: int) -> int:
         """`n`, or `max_queries` when that is smaller (0 = no cap): the size of a study under --max-queries."""

@@ -871,6 +871,26 @@ def _narrow_interval(mp: Any) -> None:
     mp.setattr(calib, "_t_bounds", half)
 
 
+@control("sequential-peeks-unadjusted",
+         breaks="the sequential rule looks at every look with the fixed-n interval (peeking without alpha spending)")
+def _unadjusted_looks(mp: Any) -> None:
+    from harness.stats.sequential import SequentialDesign
+
+    mp.setattr(SequentialDesign, "confidence_at", lambda self, k: 1 - self.alpha)
+
+
+@control("sequential-single-look", breaks="the sequential design has one look at the most queries (it never stops early)")
+def _single_look(mp: Any) -> None:
+    from harness.stats.sequential import SequentialDesign
+
+    plan = SequentialDesign.plan.__func__
+
+    def one_look(cls, n_max, **kw):
+        return cls((plan(cls, n_max, **kw).looks[-1],), alpha=kw.get("alpha", 0.05), spending=kw.get("spending", "obf"))
+
+    mp.setattr(SequentialDesign, "plan", classmethod(one_look))
+
+
 # ---------------------------------------------------------------- benchmark-tier controls (run in a fresh process)
 @control("clock-runs-1000x-slow", breaks="every perf_counter interval reads 1000x its length (a machine 1000x slower)")
 def _slow_clock(mp: Any) -> None:

@@ -18,7 +18,7 @@ from harness.catalogue import Catalogue, Spec
 from harness.report.collector import jsonable
 from harness.config import HarnessConfig
 
-__all__ = ["spec", "check", "measure", "harness_config", "catalogue", "judges", "embedder", "hashing_embedder", "make_index", "beir_dataset", "corpus",
+__all__ = ["spec", "check", "check_sequential", "measure", "harness_config", "catalogue", "judges", "embedder", "hashing_embedder", "make_index", "beir_dataset", "corpus",
            "qa_set", "mcq_set",
            "index", "retriever",
            "reranker", "llm", "local_llm_server", "scripted_llm", "recorded_llm", "technique_services",
@@ -130,6 +130,50 @@ def check(request: pytest.FixtureRequest) -> Callable[..., Any]:
         raise SpecCheckFailed(head)
 
     return _check
+
+
+@pytest.fixture
+def check_sequential(request: pytest.FixtureRequest, check: Callable[..., Any]) -> Callable[..., Any]:
+    """`check_sequential(spec_id, measure_at, n_max, final=None, **context)`: decide a comparative claim in looks.
+
+    `measure_at(n, confidence)` measures the claim on its first n queries and returns `(Effect, context)`, the
+    Effect's interval at `confidence`; looks follow `harness.sequential` (harness.stats.sequential) and the claim
+    stops at the first look whose repeated interval decides it, so queries after that are never drawn.
+    `final(n)` adds context once, at the stopping look (run files, figures). The row records the looks, the one
+    it stopped at and the queries used. Under --estimate-cost every query is drawn (the spend's upper bound).
+    """
+    from harness.stats.sequential import SequentialDesign, run_sequential
+    from harness.stats.verdict import decide
+
+    cat = catalogue_of(request.config)
+    settings = harness_config_of(request.config).harness.sequential
+
+    def _run(spec_id: str, measure_at: Callable[[int, float], tuple[Any, dict]], n_max: int, *,
+             final: Callable[[int], dict] | None = None, **context: Any) -> Any:
+        s = cat[spec_id]
+        if not s.comparative:
+            raise TypeError(f"{s.id} is decided by its {s.decision.describe()}: only ci/test claims are sequential")
+        if n_max < 2:
+            pytest.fail(f"{s.id}: {n_max} queries cannot decide a paired claim", pytrace=False)
+        design = SequentialDesign((n_max,), alpha=settings.alpha) if estimating(request.config) \
+            else settings.design(n_max)
+        last: dict[str, Any] = {}
+
+        def effect_at(n: int, confidence: float) -> Any:
+            effect, ctx = measure_at(n, confidence)
+            last.clear()
+            last.update(ctx)
+            return effect
+
+        outcome = run_sequential(design, effect_at, lambda e: decide(e, s.comparator, s.threshold, s.decision,
+                                                                     fallback_rate=last.get("fallback_rate")),
+                                 available=context.get("available"))
+        seq = outcome.as_context()
+        extra = final(outcome.queries_used) if final is not None else {}
+        return check(spec_id, outcome.effect, **{**context, **last, **extra}, sequential=seq,
+                     queries_used=seq["queries_used"], looks_used=f"{outcome.stopped_at} of {len(design.looks)}")
+
+    return _run
 
 
 @pytest.fixture

@@ -44,6 +44,9 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                     help="folder of BEIR-layout datasets for the benchmark tier.")
     group.addoption("--max-queries", action="store", type=int, default=None, metavar="N",
                     help="queries per dataset in LLM-driven benchmarks (default 30; 0 = all).")
+    group.addoption("--fixed-n", action="store_true", default=False,
+                    help="decide every comparative claim once, on all its queries, instead of in looks that stop "
+                         "as soon as the claim is decided (harness.sequential.enabled: false).")
     group.addoption("--no-llm-cache", action="store_true", default=False,
                     help="bypass the on-disk LLM response cache.")
     group.addoption("--strict-verdicts", action="store_true", default=False,
@@ -95,6 +98,8 @@ def pytest_configure(config: pytest.Config) -> None:
     }
     if config.getoption("no_llm_cache"):
         overrides["harness.llm.cache"] = False
+    if config.getoption("fixed_n"):
+        overrides["harness.sequential.enabled"] = False
     try:
         hc = load_config(cfg_path, **overrides)
     except ConfigError as exc:
@@ -264,6 +269,8 @@ def _isolated_outcome(item: pytest.Item, spec_: Spec, ctl: Any) -> dict[str, Any
             cmd += ["--spec-file", path]
         if config.getoption("no_llm_cache"):
             cmd.append("--no-llm-cache")
+        if config.getoption("fixed_n"):
+            cmd.append("--fixed-n")
         for choice in config.getoption("technique") or []:
             cmd += ["--technique", choice]
         for model in config.getoption("judge") or []:

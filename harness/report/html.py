@@ -5,7 +5,7 @@ import datetime as _dt
 from html import escape
 from typing import Any, Iterable
 
-from harness.report.terminal import counts_text, needed_text
+from harness.report.terminal import counts_text, looks_text, needed_text
 
 _CSS = """
 body{font:14px/1.45 system-ui,-apple-system,Segoe UI,Roboto,sans-serif;margin:24px;color:#1d2430;background:#fafbfc}
@@ -116,14 +116,15 @@ def _spec_cells(r: dict[str, Any], first: str, tier: str, cond: str) -> str:
             f"<td class=num>{_e(r.get('value')) or 'n/a'}</td><td>{escape(cond)}</td>"
             f"<td class=num>{_e(r.get('ci'))}</td><td class=num>{_e(r.get('iqr'))}</td>"
             f"<td class=num>{_e(r.get('p_value'))}{_paren(r.get('p_holm'))}</td>"
-            f"<td class=num>{_e(r.get('n'))}{_paren(r.get('mde'))}</td><td class=num>{escape(needed_text(r))}</td>"
+            f"<td class=num>{_e(r.get('n'))}{_paren(r.get('mde'))}<div class=muted>{escape(looks_text(r))}</div></td>"
+            f"<td class=num>{escape(needed_text(r))}</td>"
             f"<td class=num>{escape(counts_text(r))}</td><td class=num>{escape(_rates(r))}</td>"
             f"<td>{_e(r.get('technique'))}</td><td>{_e(r.get('model'))}</td><td>{_e(r.get('dataset') or ', '.join(r.get('catalogue_dataset') or []))}</td>"
             f"<td class=msg>{escape(note)}</td>")
 
 
 def _spec_table(specs: list[dict[str, Any]]) -> str:
-    head = ("<tr><th>spec</th><th>tier</th><th>verdict</th><th>value</th><th>condition</th><th>95% CI</th>"
+    head = ("<tr><th>spec</th><th>tier</th><th>verdict</th><th>value</th><th>condition</th><th>CI (a sequential claim: its look's)</th>"
             "<th>IQR</th><th>p (Holm)</th><th>n (MDE)</th><th>queries needed</th><th>queries +/=/−</th>"
             "<th>fallback / error rate</th><th>technique</th><th>model</th><th>dataset</th><th>note</th></tr>")
     rows = []

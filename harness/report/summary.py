@@ -57,6 +57,8 @@ def _entry(spec: Spec, rec: dict[str, Any]) -> dict[str, Any]:
         "model": ctx.get("model"), "technique": ctx.get("technique"), "interval": eff.get("interval_method"),
         "nodeid": rec.get("nodeid"),
         "fallback_rate": ctx.get("fallback_rate"), "error_rate": ctx.get("error_rate"),
+        "sequential": ctx.get("sequential"), "queries_used": ctx.get("queries_used"),
+        "confidence": eff.get("confidence"),
         "_record": rec,
     }
 
@@ -207,6 +209,5 @@ def _finish(row: dict[str, Any], spec: Spec) -> None:
     row.update(verdict=verdict, overall=overall, control=_control_summary(spec, row.pop("_control_runs"), verdict))
     for k in ("value", "ci", "iqr", "n", "p_value", "p_holm", "mde", "queries_needed", "available", "untestable",
               "reason", "improved", "unchanged", "degraded", "model", "technique", "dataset", "interval",
-              "fallback_rate",
-              "error_rate"):
+              "fallback_rate", "error_rate", "sequential", "queries_used", "confidence"):
         row[k] = deciding.get(k)

@@ -38,6 +38,14 @@ def counts_text(entry: dict[str, Any]) -> str:
     return f"+{entry['improved']}/={entry['unchanged']}/-{entry['degraded']}"
 
 
+def looks_text(entry: dict[str, Any]) -> str:
+    """Where a sequential claim stopped: 'look 1/3 (10 of ≤30)'; '' for a claim decided in one look."""
+    seq = entry.get("sequential")
+    if not seq or len(seq.get("looks") or []) < 2:
+        return ""
+    return f"look {seq['stopped_at_look']}/{len(seq['looks'])} ({seq['queries_used']} of ≤{seq['looks'][-1]})"
+
+
 def _line(label: str, tier: str, e: dict[str, Any], cond: str) -> str:
     spread = _interval(e.get("ci"))
     if not spread and e.get("iqr"):
@@ -48,6 +56,7 @@ def _line(label: str, tier: str, e: dict[str, Any], cond: str) -> str:
     counts, needed = counts_text(e), needed_text(e)
     extra = "  ".join(x for x in (
         f"n={_fmt(e.get('n'))}" if e.get("n") is not None else "",
+        looks_text(e),
         f"p={p}" if p else "",
         f"q±={counts}" if counts else "",
         f"needed={needed}" if needed else "",

@@ -12,7 +12,7 @@ Type III Errors", SIGIR 2019): seeded, vectorised simulations over the scores of
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Sequence
+from typing import Any, Sequence
 
 import numpy as np
 from scipy import stats as _st
@@ -240,3 +240,82 @@ def power_at_prediction(a: Sequence[float], b: Sequence[float], effect: float, *
         hits += int(np.sum(lo > 0))
         done += m
     return PowerResult(effect, share, sd, n, 0.8, hits / sims, sims)
+
+
+# ---------------------------------------------------------------- the sequential rule (harness.stats.sequential)
+@dataclass(frozen=True)
+class SequentialResult:
+    """One simulation study of a sequential design: the rate the rule rejected (A/A: its type-I error) or
+    decided, the coverage of the interval it stopped with, and the queries it used (mean; share per look)."""
+
+    looks: tuple[int, ...]
+    sims: int
+    truth: float
+    rejection_rate: float
+    coverage: float
+    mean_queries: float
+    stopped_share: tuple[float, ...]
+    fixed_n_rejection_rate: float
+
+
+def _sequential_study(D: np.ndarray, looks: Sequence[int], confidences: Sequence[float], truth: float,
+                      threshold: float) -> SequentialResult:
+    """Run the RCI rule (Student-t interval at each look's confidence) over rows of paired differences D."""
+    sims = D.shape[0]
+    active = np.ones(sims, dtype=bool)
+    covered = np.zeros(sims, dtype=bool)
+    rejected = np.zeros(sims, dtype=bool)
+    used = np.zeros(sims)
+    stopped = []
+    for k, (n, conf) in enumerate(zip(looks, confidences)):
+        lo, hi = _t_bounds(D[:, :n], 1 - conf)
+        decided = active & ((lo > threshold) | (hi < threshold))
+        last = k == len(looks) - 1
+        stop = decided | (active & last)
+        covered[stop] = (lo[stop] <= truth) & (truth <= hi[stop])
+        rejected |= decided
+        used[stop] = n
+        stopped.append(float(stop.mean()))
+        active &= ~stop
+    lo, hi = _t_bounds(D[:, :looks[-1]], 0.05)
+    return SequentialResult(tuple(looks), sims, truth, float(rejected.mean()), float(covered.mean()),
+                            float(used.mean()), tuple(stopped), float(np.mean((lo > threshold) | (hi < threshold))))
+
+
+def sequential_type1(a: Sequence[float], b: Sequence[float], design: Any, *, sims: int = 2000,
+                     seed: int = 0) -> SequentialResult:
+    """A/A comparisons of two real runs (as `type1_rates`: n_max topics without replacement, each pair swapped
+    with probability 1/2) decided by the sequential design's repeated intervals against 0: the rate at which any
+    look rejects is the rule's type-I error."""
+    a, b = np.asarray(a, float), np.asarray(b, float)
+    n = design.looks[-1]
+    rng = _rng(seed)
+    idx = np.argsort(rng.random((sims, len(a))), axis=1)[:, :n]
+    swap = rng.random((sims, n)) < 0.5
+    D = np.where(swap, b[idx] - a[idx], a[idx] - b[idx])
+    return _sequential_study(D, design.looks, [design.confidence_at(k) for k in range(len(design.looks))], 0.0, 0.0)
+
+
+def sequential_coverage(a: Sequence[float], b: Sequence[float], design: Any, *, sims: int = 2000,
+                        seed: int = 0) -> SequentialResult:
+    """Topics drawn with replacement from the real topics (the population; truth = mean(a − b)), the claim
+    '> 0' decided sequentially: coverage of the interval the rule stopped with, and the queries it used."""
+    a, b = np.asarray(a, float), np.asarray(b, float)
+    rng = _rng(seed)
+    idx = rng.integers(0, len(a), size=(sims, design.looks[-1]))
+    D = a[idx] - b[idx]
+    return _sequential_study(D, design.looks, [design.confidence_at(k) for k in range(len(design.looks))],
+                             float(np.mean(a - b)), 0.0)
+
+
+def sequential_planted(a: Sequence[float], b: Sequence[float], design: Any, effect: float, *, share: float = 0.5,
+                       sims: int = 2000, seed: int = 0) -> SequentialResult:
+    """A known `effect` planted on A/A pairs (as `power_at_prediction`: a random `share` of topics gains
+    effect/share), the claim '> 0' decided sequentially: the share decided and the queries used."""
+    a, b = np.asarray(a, float), np.asarray(b, float)
+    rng = _rng(seed)
+    base = np.concatenate([a - b, b - a])
+    n = design.looks[-1]
+    D = base[rng.integers(0, len(base), size=(sims, n))] + (rng.random((sims, n)) < share) * (effect / share)
+    return _sequential_study(D, design.looks, [design.confidence_at(k) for k in range(len(design.looks))],
+                             effect, 0.0)

@@ -116,10 +116,10 @@ def _decide(effect: Effect, comparator: str, threshold: float, decision: Decisio
     if comparator not in DIRECTIONAL:
         raise ValueError(f"comparator {comparator!r} cannot be decided by a CI or test; use one of {DIRECTIONAL}")
     est, (lo, hi) = effect.estimate, effect.ci
-    conf = decision.confidence
     margin = abs(est - threshold) if math.isfinite(est) else float("nan")
-    needed = queries_needed(effect.sd, margin, confidence=conf)
-    mde = minimum_detectable_effect(effect.sd, effect.n, confidence=conf)
+    needed = queries_needed(effect.sd, margin, confidence=decision.confidence)
+    mde = minimum_detectable_effect(effect.sd, effect.n, confidence=decision.confidence)
+    conf = effect.confidence  # the interval's own level (a sequential look's repeated interval is wider)
 
     def out(verdict: str, reason: str, untestable: bool = False) -> Verdict:
         return Verdict(verdict, reason, None if verdict != "inconclusive" else needed, mde, untestable)
@@ -138,15 +138,15 @@ def _decide(effect: Effect, comparator: str, threshold: float, decision: Decisio
         return out("inconclusive", "interval undefined")
     if lo == hi:  # every paired difference equal (sd 0): a zero-width interval is no measure of uncertainty
         return Verdict("inconclusive", f"every paired difference is {est:.4g} (sd 0) over {effect.n} pairs: the "
-                                       f"{conf:.0%} CI [{lo:.4g}, {hi:.4g}] is degenerate and cannot decide "
+                                       f"{conf * 100:.4g}% CI [{lo:.4g}, {hi:.4g}] is degenerate and cannot decide "
                                        "(e.g. the technique changed nothing, or the judge cannot tell answers apart)",
                        None, mde, True)
     if not _satisfies(lo, comparator, threshold) and not _satisfies(hi, comparator, threshold):
-        return out("refuted", f"the whole {conf:.0%} CI [{lo:.4g}, {hi:.4g}] violates {comparator} {threshold:g}")
+        return out("refuted", f"the whole {conf * 100:.4g}% CI [{lo:.4g}, {hi:.4g}] violates {comparator} {threshold:g}")
     if decision.rule == "ci":
         if _satisfies(lo, comparator, threshold) and _satisfies(hi, comparator, threshold):
-            return out("supported", f"the whole {conf:.0%} CI [{lo:.4g}, {hi:.4g}] satisfies {comparator} {threshold:g}")
-        return out("inconclusive", f"the {conf:.0%} CI [{lo:.4g}, {hi:.4g}] straddles {threshold:g}")
+            return out("supported", f"the whole {conf * 100:.4g}% CI [{lo:.4g}, {hi:.4g}] satisfies {comparator} {threshold:g}")
+        return out("inconclusive", f"the {conf * 100:.4g}% CI [{lo:.4g}, {hi:.4g}] straddles {threshold:g}")
     if decision.rule == "test":
         p = p_value if p_value is not None else effect.p_values.get(decision.test or "")
         if p is None or math.isnan(p):

@@ -93,6 +93,38 @@ class Arm:
                 "error": {r.query_id for r in self.results if r.errors}}
 
 
+class LazyArm:
+    """A technique's results drawn on demand in query order: `upto(n)` runs only the queries not yet run, so
+    claims that decide early (harness.stats.sequential) stop the technique's spending, and claims sharing the
+    arm share its generations."""
+
+    def __init__(self, technique: "Technique", queries: Iterable[Query | str]):
+        self.technique = technique
+        self.queries = list(queries)
+        self._results: list[TechniqueResult] = []
+        self._lock = threading.Lock()
+
+    @property
+    def available(self) -> int:
+        return len(self.queries)
+
+    @property
+    def drawn(self) -> int:
+        """Queries run so far (by any claim)."""
+        return len(self._results)
+
+    def upto(self, n: int) -> Arm:
+        """The arm over the first `n` queries (all of them when n exceeds the set)."""
+        n = min(n, len(self.queries))
+        with self._lock:
+            if n > len(self._results):
+                self._results += self.technique.run_many(self.queries[len(self._results):n])
+            return Arm(self.technique.name, self.technique.model, self._results[:n])
+
+    def all(self) -> Arm:
+        return self.upto(len(self.queries))
+
+
 @dataclass
 class Services:
     """The parts techniques are built on. Values may be given directly or as zero-argument factories in
@@ -156,6 +188,10 @@ class Technique:
         """`run_many` as an Arm (results with the technique's name and model)."""
         results = self.run_many(queries, **kw)
         return Arm(self.name, self.model, results)
+
+    def lazy_arm(self, queries: Iterable[Query | str]) -> LazyArm:
+        """The technique over `queries`, run only as far as a claim asks (`LazyArm.upto`)."""
+        return LazyArm(self, queries)
 
     def run(self, query: Query | str, trace: Trace | None = None) -> TechniqueResult:
         q = query if isinstance(query, Query) else Query(id=str(query), text=str(query))
