@@ -52,7 +52,8 @@ def _run_experiments(args: argparse.Namespace) -> int:
                     from harness.llm.local import LocalModelServer
 
                     server = stack.enter_context(LocalModelServer(args.model.split("/", 1)[1],
-                                                                  log_path=Path(args.logs) / "llama_server.log"))
+                                                                  log_path=Path(args.logs) / "llama_server.log",
+                                                                  parallel=config.harness.llm.local_parallel))
                     llm = LLMClient.from_settings(config.harness.llm, args.model, model=server.litellm_model,
                                                   api_base=server.api_base, api_key="sk-local",
                                                   concurrency=concurrency, spend=spend)

