@@ -78,7 +78,11 @@ def _compare(check_sequential, spec_id, dataset, base: LazyArm, cand: LazyArm, *
                     n=len(values))
         for name, value in _failure_rates(c_arm).items():
             measure(name, value, technique=c_arm.technique, dataset=dataset.name, model=c_arm.model, n=n)
-        return {"run_file": _export(c_arm, dataset, harness_config, c)} if metric == "Recall@10" else {}
+        out = {"per_query": {"ids": [r.query_id for r in c_arm.results], "baseline": b.tolist(),
+                             "candidate": c.tolist(), "relative": relative}}
+        if metric == "Recall@10":
+            out["run_file"] = _export(c_arm, dataset, harness_config, c)
+        return out
 
     return check_sequential(spec_id, measure_at, cand.available, final=final, model=cand.technique.model,
                             dataset=dataset.name, technique=cand.technique.name,
@@ -230,14 +234,15 @@ def test_latency_scales_with_complexity(uncached_llm, embedder, make_technique, 
 
 
 @pytest.mark.spec("CRAG-005")
-def test_crag_open_qa(spec, qa_set, llm, embedder, make_technique, harness_config, check, measure):
+def test_crag_open_qa(spec, qa_set, llm, embedder, make_technique, harness_config, check_sequential, measure):
     """Open QA with a corpus (default halueval-qa; queries carry gold `answers`): plain RAG over the internal
-    corpus vs CRAG over it and the web, paired per question; correct = an accepted answer in the response."""
+    corpus vs CRAG over it and the web, paired per question, decided in looks; correct = an accepted answer in
+    the response; an arm's LLM error is that arm's failure and counts in the error rate."""
     from harness.fixtures import crag_backends
     from harness.llm.client import LLMError
     from harness.metrics.qa import score_answer
     from harness.retrieval import Retriever
-    from harness.techniques.qa_eval import compare_accuracy, plain_rag
+    from harness.techniques.qa_eval import IncrementalComparison, plain_rag
     from harness.techniques.registry import Services
 
     qa = qa_set("crag")
@@ -246,42 +251,58 @@ def test_crag_open_qa(spec, qa_set, llm, embedder, make_technique, harness_confi
     store, web, sim = crag_backends(qa, embedder, harness_config)
     dense = Retriever(store, embedder, "dense")
     crag = make_technique("crag", Services(harness_config, retriever=dense, embedder=embedder, llm=llm, web=web))
-    n = harness_config.harness.max_queries
-    items = qa.items[: n or None]
+    items = qa.items[: harness_config.harness.capped(len(qa.items))]
     queries = [Query(i.id, i.text, {"answers": list(i.answers)}) for i in items]
+    by_text = {q.text: q.id for q in queries}
     fell_back: set[str] = set()
 
     def crag_answer(q: str) -> str:
         res = crag.run(q)
-        if res.trace.called("generate_error"):  # counted as an error, never scored as a wrong answer
+        if res.trace.called("generate_error"):  # the arm's failure, counted; never a silent wrong answer
             raise LLMError(next(e["error"] for e in res.trace.events if e["name"] == "generate_error"))
         if res.fell_back:  # the evaluator could not score a document
-            fell_back.add(q)
+            fell_back.add(by_text.get(q, q))
         return res.answer or ""
 
-    cmp_ = compare_accuracy(queries, plain_rag(llm, dense), crag_answer, concurrency=llm.concurrency)
-    by_id = {i.id: i for i in items}
-    scores = {arm: [score_answer(r[k], by_id[q].answers) for q, r in zip(cmp_.ids, cmp_.responses)]
-              for k, arm in enumerate(("baseline", "crag"))}
-    for arm, ss in scores.items():
-        for name in ("exact_match", "f1", "match"):
-            measure(f"{name}", float(np.mean([getattr(x, name) for x in ss])) if ss else float("nan"),
-                    technique="plain RAG" if arm == "baseline" else crag.name, dataset=qa.name, model=llm.label,
-                    n=len(ss))
-    split = {}
-    if sim is not None:
-        withheld = np.array([sim.gold_withheld(qa.qrels.get(q, {})) for q in cmp_.ids], dtype=bool)
-        for label, mask in (("gold_withheld", withheld), ("gold_in_corpus", ~withheld)):
-            split[label] = {"n": int(mask.sum()),
-                            "baseline_accuracy": float(cmp_.baseline[mask].mean()) if mask.any() else None,
-                            "crag_accuracy": float(cmp_.candidate[mask].mean()) if mask.any() else None}
-    ctx = {k: v for k, v in cmp_.context().items() if k not in ("n", "ci", "p_value")}
+    inc = IncrementalComparison(queries, plain_rag(llm, dense), crag_answer, concurrency=llm.concurrency)
+
+    def rates(cmp_) -> dict:
+        ids = set(cmp_.ids)
+        return {"fallback_rate": len((fell_back & ids) | cmp_.failed_ids) / len(ids) if ids else 0.0,
+                "evaluator_fallback_rate": len(fell_back & ids) / len(ids) if ids else 0.0,
+                "error_rate": cmp_.error_rate}
+
+    def measure_at(n: int, confidence: float):
+        cmp_ = inc.upto(n)
+        ctx = {k: v for k, v in cmp_.context().items() if k not in ("n", "ci", "p_value")}
+        return cmp_.effect(confidence=confidence), {**ctx, **rates(cmp_)}
+
+    def final(n: int) -> dict:
+        cmp_ = inc.upto(n)
+        by_id = {i.id: i for i in items}
+        for k, arm in enumerate(("baseline", "crag")):
+            ss = [score_answer(r[k] or "", by_id[q].answers) for q, r in zip(cmp_.ids, cmp_.responses)]
+            for name in ("exact_match", "f1", "match"):
+                measure(name, float(np.mean([getattr(x, name) for x in ss])) if ss else float("nan"),
+                        technique="plain RAG" if arm == "baseline" else crag.name, dataset=qa.name, model=llm.label,
+                        n=len(ss))
+        split = {}
+        if sim is not None:
+            withheld = np.array([sim.gold_withheld(qa.qrels.get(q, {})) for q in cmp_.ids], dtype=bool)
+            for label, mask in (("gold_withheld", withheld), ("gold_in_corpus", ~withheld)):
+                split[label] = {"n": int(mask.sum()),
+                                "baseline_accuracy": float(cmp_.baseline[mask].mean()) if mask.any() else None,
+                                "crag_accuracy": float(cmp_.candidate[mask].mean()) if mask.any() else None}
+        return {"by_gold_passage": split, "web_searches": web.calls,
+                "per_query": {"ids": cmp_.ids, "baseline": cmp_.baseline.tolist(), "candidate": cmp_.candidate.tolist(),
+                              "binary": True}}
+
     web_ctx = sim.describe() if sim is not None else {"simulated_web": False,
                                                       "web_backend": f"SearXNG at {harness_config.harness.web_search_url}"}
-    check(spec.id, cmp_.effect(), model=llm.label, dataset=qa.name, technique=crag.name,
-          reranker=harness_config.harness.reranker, available=len(qa.items), web_searches=web.calls,
-          fallback_rate=len(fell_back) / len(queries) if queries else 0.0, by_gold_passage=split,
-          scoring="match: an accepted answer in the SQuAD-normalised response", **web_ctx, **ctx)
+    check_sequential(spec.id, measure_at, len(queries), final=final, model=llm.label, dataset=qa.name,
+                     technique=crag.name, reranker=harness_config.harness.reranker, available=len(qa.items),
+                     scoring="match: an accepted answer in the SQuAD-normalised response; an LLM error fails the arm",
+                     **web_ctx)
 
 
 def test_generation_prompt_is_data():

@@ -222,3 +222,20 @@ def run_sequential(design: SequentialDesign, effect_at: Callable[[int, float], A
         if verdict.verdict in DECIDED:
             break
     return SequentialOutcome(design, effect, verdict, looks, available if available is not None else design.looks[-1])
+
+
+def replay(candidate: Sequence[float], baseline: Sequence[float], design: SequentialDesign, comparator: str,
+           threshold: float, decision: Any, *, relative: bool = False, binary: bool = False,
+           bounds: tuple[float, float] | None = (0.0, 1.0)) -> SequentialOutcome:
+    """The sequential rule run over recorded per-query scores (first n at look n), e.g. a fixed-n run's, to see
+    what it would have decided and where it would have stopped."""
+    from harness.stats.effect import paired_effect
+    from harness.stats.verdict import decide
+
+    c, b = np.asarray(candidate, float), np.asarray(baseline, float)
+
+    def effect_at(n: int, confidence: float) -> Any:
+        return paired_effect(c[:n], b[:n], relative=relative, binary=binary, bounds=bounds, seed=1,
+                             confidence=confidence)
+
+    return run_sequential(design, effect_at, lambda e: decide(e, comparator, threshold, decision), available=len(c))
