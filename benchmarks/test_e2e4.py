@@ -46,7 +46,7 @@ def study(uncached_llm, embedder, harness_config, tmp_path_factory):
 
 def _ctx(study, **kw):
     return {"model": study["model"], "dataset": "retail_kb", "queries": f"{study['selected']} of {study['total']}",
-            **kw}
+            "queries_used": study["selected"], "queries_available": study["total"], **kw}
 
 
 @pytest.mark.spec("E2E4-FR4-1", "E2E4-FR5-2")

@@ -115,6 +115,10 @@ def pytest_configure(config: pytest.Config) -> None:
         hc.harness.cache_dir = rootpath / hc.harness.cache_dir
     config.stash[CONFIG_KEY] = hc
     config.stash[COLLECTOR_KEY] = Collector()
+    from harness._pytest_timing import TimingHooks
+
+    if not config.pluginmanager.has_plugin("rag-harness-timing"):
+        config.pluginmanager.register(TimingHooks(), "rag-harness-timing")
     from harness.llm.spend import Spend
 
     cap = config.getoption("max_cost")
@@ -252,6 +256,7 @@ def _isolated_outcome(item: pytest.Item, spec_: Spec, ctl: Any) -> dict[str, Any
     import os
     import subprocess
     import sys
+    import time
 
     config = item.config
     cache = config.stash.setdefault(ISOLATED_KEY, {})
@@ -275,10 +280,16 @@ def _isolated_outcome(item: pytest.Item, spec_: Spec, ctl: Any) -> dict[str, Any
             cmd += ["--technique", choice]
         for model in config.getoption("judge") or []:
             cmd += ["--judge", model]
+        t0 = time.perf_counter()
         proc = subprocess.run(cmd, cwd=config.rootpath, env=dict(os.environ), capture_output=True, text=True)
+        wall = time.perf_counter() - t0
         results = out_dir / "results.json"
-        rows = {r["id"]: r for r in json.loads(results.read_text())["specs"]} if results.exists() else {}
+        child = json.loads(results.read_text()) if results.exists() else {}
+        rows = {r["id"]: r for r in child.get("specs", [])}
         cache[ctl.name] = (rows, (proc.stdout[-1500:] + proc.stderr[-500:]).strip())
+        from harness._pytest_timing import record_control
+
+        record_control(item, ctl.name, wall, child)
     rows, tail = cache[ctl.name]
     row = rows.get(spec_.id)
     verdict = row["verdict"] if row else None
@@ -417,6 +428,13 @@ class _ReportHooks:
                 terminalreporter.section("rag-harness: LLM spend")
                 for line in lines:
                     terminalreporter.write_line(line)
+        from harness.report.timing import timing_lines
+
+        lines = timing_lines(results.get("timing") or {})
+        if lines:
+            terminalreporter.section("rag-harness: where the time goes")
+            for line in lines:
+                terminalreporter.write_line(line)
         warn = inconclusive_lines(results["specs"])
         if warn:
             terminalreporter.section("rag-harness: inconclusive claims", sep="-", yellow=True)

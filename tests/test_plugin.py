@@ -146,6 +146,7 @@ def test_xdist_writes_the_same_report_content(project: pytest.Pytester):
     def content(d: str) -> dict:
         data = json.loads((project.path / d / "results.json").read_text())
         data.pop("run")
+        data.pop("timing")  # wall times (and one process's session setup against two's)
         for t in data["tests"]:
             t.pop("duration_s")
         return data
@@ -345,6 +346,11 @@ def test_negative_controls_as_a_user_runs_them(project: pytest.Pytester):
     assert rows["CTL-002"]["control"]["outcome"] == "survived"
     assert rows["CTL-003"]["verdict"] == "property", "a property is shown as such, never as a pass"
     assert rows["CTL-001"]["value"] == 4, "the run under the control records nothing for the report"
+    timing = json.loads((project.path / "out" / "results.json").read_text())["timing"]
+    phases = {p["name"] for p in timing["phases"]}  # the runs under the control took time too, named apart
+    assert {"call test_ctl.py::test_sum[CTL-001] [under control demo-sum-off-by-one]",
+            "call test_ctl.py::test_sum[CTL-001]"} <= phases
+    assert {c["name"] for c in timing["claims"]} == {"CTL-001", "CTL-002", "CTL-003"}
 
 
 BENCH_CATALOGUE = """
@@ -394,6 +400,9 @@ def test_benchmark_controls_run_in_a_fresh_process_and_leave_the_real_study_alon
     assert row["control"]["outcome"] == "killed" and "5.0" in row["control"]["detail"]
     child = json.loads((pytester.path / "out" / "controls" / "demo-study-inflated" / "results.json").read_text())
     assert child["specs"][0]["value"] == 5.0
+    timing = json.loads((pytester.path / "out" / "results.json").read_text())["timing"]
+    fresh = {p["name"]: p for p in timing["phases"]}["control demo-study-inflated (fresh pytest process)"]
+    assert fresh["wall_s"] > 0 and fresh["llm_calls"] == child["timing"]["total"]["llm_calls"] == 0  # known, not None
 
 
 @pytest.mark.parametrize("form", ["space", "equals"])

@@ -17,6 +17,7 @@ from harness.llm._litellm import litellm
 from harness.config import LLMSettings, ModelPrice
 from harness.llm.cache import ResponseCache, cache_key
 from harness.llm.limits import AdaptiveLimit, RateWindow
+from harness.llm.meter import METER
 from harness.llm.spend import BudgetExhausted, Spend
 from harness.parallel import ordered_map
 from harness.types import Trace
@@ -269,6 +270,7 @@ class LLMClient:
                                 cost, hit["latency_s"], cached=True)
                 with self._lock:
                     self.stats.cache_hits += 1
+                METER.cache_hit()
                 if self.spend is not None:
                     self.spend.record(model=self.label, role=self.role, prompt_tokens=res.prompt_tokens,
                                       completion_tokens=res.completion_tokens, cost_usd=res.cost_usd, cached=True)
@@ -389,6 +391,7 @@ class LLMClient:
             self.stats.completion_tokens += ct
             self.stats.seconds += latency
             self._answered += 1
+        METER.call(pt, ct)
         return LLMResult(text, getattr(resp, "model", self.model) or self.model, pt, ct, cost, latency, attempts=attempt)
 
     # ------------------------------------------------------------------ structured output

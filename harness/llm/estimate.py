@@ -21,6 +21,7 @@ from typing import Any, Callable
 
 from harness.config import ModelPrice
 from harness.llm.client import LLMClient, LLMResult, Messages, litellm_price
+from harness.llm.meter import METER
 from harness.llm.spend import Spend
 
 Responder = Callable[[list[dict[str, str]], dict[str, Any]], str]
@@ -99,6 +100,7 @@ class EstimatingClient(LLMClient):
             self.stats.calls += 1
             self.stats.prompt_tokens += pt
             self.stats.completion_tokens += ct
+        METER.call(pt, ct)  # the stand-in's calls are the run's calls, as in its spend
         assert self.spend is not None
         self.spend.record(model=self.label, role=self.role, prompt_tokens=pt, completion_tokens=ct, cost_usd=cost)
         return LLMResult(text, self.model, pt, ct, cost, time.perf_counter() - t0)

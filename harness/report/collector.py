@@ -65,7 +65,8 @@ class Collector:
                     entry["message"] = _short_message(report)
 
     def has_content(self) -> bool:
-        return bool(self.records or self.outcomes or self.controls)
+        """Whether the run recorded anything to report (timing alone is not: every test is timed)."""
+        return bool(any(r.get("kind") != "timing" for r in self.records) or self.outcomes or self.controls)
 
     def checks(self) -> list[dict[str, Any]]:
         return [r for r in self.records if r.get("kind") == "check"]
@@ -76,6 +77,10 @@ class Collector:
     def spend(self) -> list[dict[str, Any]]:
         """Per-test spend rows (technique, role, model, calls, tokens, cost), every test's in one list."""
         return [row for r in self.records if r.get("kind") == "spend" for row in r["rows"]]
+
+    def timing_events(self) -> list[dict[str, Any]]:
+        """Every timed span (fixture setups, test phases) of every test, in the order they were recorded."""
+        return [ev for r in self.records if r.get("kind") == "timing" for ev in r["events"]]
 
 
 def _outcome(report: Any) -> str:

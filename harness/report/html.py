@@ -6,6 +6,7 @@ from html import escape
 from typing import Any, Iterable
 
 from harness.report.terminal import counts_text, looks_text, needed_text
+from harness.report.timing import timing_html
 
 _CSS = """
 body{font:14px/1.45 system-ui,-apple-system,Segoe UI,Roboto,sans-serif;margin:24px;color:#1d2430;background:#fafbfc}
@@ -380,6 +381,7 @@ def render_html(results: dict[str, Any]) -> str:
         body += ["<h2>Latency ratios (dashed line: 1.0×)</h2>", lat]
     body += [dataset_cards(results.get("provenance") or {})]
     body += [_spend_table(results.get("spend") or {}, results.get("estimate"))]
+    body += [timing_html(results.get("timing"))]
     body += ["<h2>All figures</h2>", _measure_table(measures), _bench_table(results.get("benchmarks", []))]
     prov = _provenance(results.get("provenance") or {})
     if prov:

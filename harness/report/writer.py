@@ -14,6 +14,7 @@ from harness.catalogue import Catalogue
 from harness.report.collector import Collector, jsonable
 from harness.report.html import render_html
 from harness.report.summary import spec_rows
+from harness.report.timing import timing_section
 
 SCHEMA_VERSION = 1
 
@@ -29,8 +30,8 @@ def git_commit(root: Path) -> str | None:
 def build_results(collector: Collector, catalogue: Catalogue, *, root: Path,
                   benchmarks: list[dict[str, Any]] | None = None, markexpr: str = "",
                   spend: dict[str, Any] | None = None, estimate: dict[str, Any] | None = None) -> dict[str, Any]:
-    """The results document. Everything outside `run`, `provenance` and `benchmarks` is independent of timing
-    and order."""
+    """The results document. Everything outside `run`, `provenance`, `benchmarks` and `timing` is independent
+    of timing and order."""
     key = lambda r: (r.get("nodeid", ""), json.dumps(r, sort_keys=True))  # noqa: E731
     specs = spec_rows(collector, catalogue)
     return jsonable({
@@ -45,6 +46,7 @@ def build_results(collector: Collector, catalogue: Catalogue, *, root: Path,
         "controls": sorted(collector.controls.values(), key=lambda c: c["nodeid"]),
         "benchmarks": sorted(benchmarks or [], key=lambda b: b.get("fullname", "")),
         "spend": spend or {},
+        "timing": timing_section(collector.timing_events(), collector.checks()),
         **({"estimate": estimate} if estimate else {}),
     })
 
