@@ -106,29 +106,38 @@ def _estimate_experiments(args: argparse.Namespace, config) -> int:
     return 0
 
 
+def _figure(value: float, how: str) -> str:
+    return str(int(value)) if how == "sum" else f"{value:.4f}"
+
+
 def _eval(args: argparse.Namespace) -> int:
     from harness.data.errors import DataError
     from harness.metrics.runs import DEFAULT_MEASURES, paired_effects, score_run
 
     measures = args.measure or list(DEFAULT_MEASURES)
+    opts = {"relevance_level": args.relevance_level, "max_docs": args.max_docs}
     try:
-        scores = score_run(args.run, args.qrels, measures)
-        effects = paired_effects(scores, score_run(args.baseline_run, args.qrels, measures)) if args.baseline_run \
-            else {}
+        scores = score_run(args.run, args.qrels, measures, **opts)
+        base = score_run(args.baseline_run, args.qrels, measures, **opts) if args.baseline_run else None
+        effects = paired_effects(scores, base) if base else {}
     except (DataError, ValueError, OSError) as exc:
         print(f"rag-harness: {exc}", file=sys.stderr)
         return 2
-    print(f"{len(scores.queries)} judged queries")
-    for m, v in scores.means.items():
-        line = f"{m:<12} {v:.4f}"
-        if m in effects:
+    print(f"{len(scores.queries)} judged queries ({scores.missing} missing from the run, each scored 0: "
+          f"the figures are trec_eval -c's)")
+    for m, v in scores.summary.items():
+        how = scores.aggregate.get(m, "mean")
+        line = f"{m:<12} {_figure(v, how)}"
+        if base is not None and m in effects:
             e = effects[m]
-            line += (f"  baseline {e.baseline_mean:.4f}  diff {e.estimate:+.4f} [{e.ci[0]:+.4f}, {e.ci[1]:+.4f}]"
+            line += (f"  baseline {_figure(base.summary[m], how)}  diff{'' if how == 'mean' else ' per query'} "
+                     f"{e.estimate:+.4f} [{e.ci[0]:+.4f}, {e.ci[1]:+.4f}]"
                      f"  p={e.p_value:.3g} ({e.primary_test})  +{e.improved}/={e.unchanged}/-{e.degraded}")
         print(line)
     if args.per_query:
         for i, q in enumerate(scores.queries):
-            print(q + "\t" + "\t".join(f"{m}={scores.per_query[m][i]:.4f}" for m in scores.per_query))
+            print(q + "\t" + "\t".join(f"{m}={_figure(v[i], scores.aggregate.get(m, 'mean'))}"
+                                        for m, v in scores.per_query.items()))
     return 0
 
 
@@ -198,8 +207,13 @@ def main(argv: list[str] | None = None) -> int:
     ev = sub.add_parser("eval", help="score a TREC run file against qrels (optionally paired with a baseline run)")
     ev.add_argument("run", help="TREC run file: qid Q0 docid rank score tag")
     ev.add_argument("qrels", help="TREC qrels file: qid iter docid rel")
-    ev.add_argument("-m", "--measure", action="append", help="e.g. nDCG@10 (repeatable; default: nDCG@10, "
-                                                              "Recall@10, Recall@100, MRR@10, MAP@100)")
+    ev.add_argument("-m", "--measure", action="append",
+                    help="e.g. nDCG@10, or a trec_eval name (map, P_10, bpref, iprec_at_recall_0.20) or set "
+                         "(official, all_trec); repeatable; default: nDCG@10, Recall@10, Recall@100, MRR@10, MAP@100")
+    ev.add_argument("-l", "--relevance-level", type=int, default=1, metavar="L",
+                    help="a judgement >= L is relevant (trec_eval -l; default 1)")
+    ev.add_argument("-M", "--max-docs", type=int, default=None, metavar="N",
+                    help="only the top N documents of each query count (trec_eval -M)")
     ev.add_argument("--baseline-run", help="a second run: paired difference, 95%% CI and p-value per measure")
     ev.add_argument("--per-query", action="store_true", help="also print every query's values")
     args = ap.parse_args(argv)

@@ -76,7 +76,7 @@ def test_measure_names_parse_and_print():
                                              "rr@10", "map@100", "AP@100", "hit@1", "success@1", " ndcg @ 7 ")] == [
         "nDCG@10", "Recall@5", "Recall@5", "P@3", "P@3", "MRR@10", "MRR@10", "MAP@100", "MAP@100", "Hit@1", "Hit@1",
         "nDCG@7"]
-    for bad in ("ndcg", "bleu@10", "ndcg@0", "@10", "ndcg@-1"):
+    for bad in ("nDCG", "bleu@10", "ndcg@0", "@10", "ndcg@-1"):  # (`ndcg` is trec_eval's: the whole ranking)
         with pytest.raises(ValueError, match="measure"):
             parse_measure(bad)
     qrels, run = _data(3)

@@ -44,7 +44,8 @@ def test_eval_command_as_a_user_runs_it(tmp_path):
            str(BASE)]
     out = subprocess.run(cmd, capture_output=True, text=True, check=True).stdout
     mean = score_run(RUN, QRELS, ["nDCG@10"]).means["nDCG@10"]
-    assert out.splitlines()[0] == "30 judged queries" and f"nDCG@10      {mean:.4f}  baseline" in out
+    assert out.splitlines()[0] == "30 judged queries (0 missing from the run, each scored 0: the figures are " \
+        "trec_eval -c's)" and f"nDCG@10      {mean:.4f}  baseline" in out
     bad = tmp_path / "bad.run"
     bad.write_text("Q1 Q0 D001 1 0.5 tag\nQ1 Q0 D002 2 high tag\n")
     proc = subprocess.run([sys.executable, "-m", "harness.cli", "eval", str(bad), str(QRELS)], capture_output=True,

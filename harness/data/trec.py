@@ -9,23 +9,25 @@ from harness.data.jsonl import SkipLog
 from harness.metrics.ranking import order_run
 
 
-def _rows(path: Path, ncols: int, skips: SkipLog, strict: bool):
+def _rows(path: Path, ncols: int, skips: SkipLog, strict: bool, *, extra_ok: bool):
+    """Non-blank, non-comment lines split on whitespace; `extra_ok`: fields after the `ncols`th are ignored."""
     with path.open(encoding="utf-8") as fh:
         for n, raw in enumerate(fh, 1):
             parts = raw.split()
-            if not parts:
+            if not parts or parts[0].startswith("#"):  # trec_eval skips blank lines and `#` comment lines
                 continue
-            if len(parts) != ncols:
-                skips.handle(DataError(path, n, None, f"expected {ncols} columns, got {len(parts)}"), strict)
+            if len(parts) < ncols or (len(parts) > ncols and not extra_ok):
+                want = f"at least {ncols}" if extra_ok else str(ncols)
+                skips.handle(DataError(path, n, None, f"expected {want} columns, got {len(parts)}"), strict)
                 continue
-            yield n, parts
+            yield n, parts[:ncols]
 
 
 def read_trec_qrels(path: str | Path, *, strict: bool = True, skips: SkipLog | None = None) -> dict[str, dict[str, int]]:
-    """`qid iter docid rel` lines -> {qid: {docid: rel}} (non-positive grades kept out)."""
+    """`qid iter docid rel` lines -> {qid: {docid: rel}}, every judgement kept (<= 0 too), as trec_eval keeps them."""
     path, skips = Path(path), skips or SkipLog()
     out: dict[str, dict[str, int]] = {}
-    for n, (qid, _it, did, rel) in _rows(path, 4, skips, strict):
+    for n, (qid, _it, did, rel) in _rows(path, 4, skips, strict, extra_ok=False):
         try:
             grade = int(rel)
         except ValueError:
@@ -34,16 +36,15 @@ def read_trec_qrels(path: str | Path, *, strict: bool = True, skips: SkipLog | N
         if did in out.get(qid, {}):
             skips.handle(DataError(path, n, "docid", f"duplicate judgement for ({qid!r}, {did!r})"), strict)
             continue
-        if grade > 0:
-            out.setdefault(qid, {})[did] = grade
+        out.setdefault(qid, {})[did] = grade
     return out
 
 
 def read_trec_run(path: str | Path, *, strict: bool = True, skips: SkipLog | None = None) -> dict[str, dict[str, float]]:
-    """`qid Q0 docid rank score tag` lines -> {qid: {docid: score}}."""
+    """`qid Q0 docid rank score tag` lines -> {qid: {docid: score}}; fields after the tag are ignored (trec_eval)."""
     path, skips = Path(path), skips or SkipLog()
     out: dict[str, dict[str, float]] = {}
-    for n, (qid, _q0, did, _rank, score, _tag) in _rows(path, 6, skips, strict):
+    for n, (qid, _q0, did, _rank, score, _tag) in _rows(path, 6, skips, strict, extra_ok=True):
         try:
             value = float(score)
         except ValueError:

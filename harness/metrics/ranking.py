@@ -1,9 +1,9 @@
 """Ranking metrics over many queries at once, trec_eval conventions, NumPy-vectorised.
 
-Inputs are plain mappings: `qrels[qid][docid] = grade` (grade > 0 is relevant) and
-`run[qid] = [docid, ...]` best first (or `{docid: score}`; then ordered as trec_eval orders:
-score descending, ties by docid descending). Each metric returns one value per query of
-`qrels` (queries absent from the run score 0), in `sorted(qrels)` order; `mean()` averages.
+Inputs are plain mappings: `qrels[qid][docid] = grade` (grade >= the relevance level, 1 unless given, is relevant;
+0 judged non-relevant; < 0 in the pool but unjudged) and `run[qid] = [docid, ...]` best first (or `{docid: score}`;
+then ordered as trec_eval orders: score descending, ties by docid descending). Each metric returns one value per query
+of `qrels` (queries absent from the run score 0, as `trec_eval -c`), in `sorted(qrels)` order; `mean()` averages.
 """
 from __future__ import annotations
 
@@ -21,34 +21,58 @@ def order_run(scores: Mapping[str, float]) -> list[str]:
     return [d for d, _ in sorted(scores.items(), key=lambda kv: (kv[1], kv[0]), reverse=True)]
 
 
+NOT_JUDGED, UNJUDGED, PAST_END = -1, -2, -3  # `rels` for a doc not in the qrels, one judged < 0, no doc at all
+
+
 @dataclass(frozen=True)
 class RelevanceMatrix:
     """Graded relevance of the top-`depth` hits per query, plus what the ideal ranking holds."""
 
     query_ids: list[str]
     gains: np.ndarray  # (n_queries, depth) grade of the hit at each rank, 0 if not relevant / no hit
-    n_relevant: np.ndarray  # (n_queries,) number of judged-relevant docs
-    ideal: np.ndarray  # (n_queries, depth) grades sorted descending, zero padded
+    n_relevant: np.ndarray  # (n_queries,) number of judged-relevant docs (grade >= level)
+    ideal: np.ndarray  # (n_queries, depth) positive grades sorted descending, zero padded
     n_retrieved: np.ndarray  # (n_queries,) hits available up to depth
+    rels: np.ndarray  # (n_queries, depth) trec_eval's judgement of each hit: grade >= 0, NOT_JUDGED, UNJUDGED, PAST_END
+    level_counts: np.ndarray  # (n_queries, top grade + 1) judged docs per grade >= 0
+    level: int = 1  # the relevance level: grade >= level is relevant (trec_eval -l)
+
+    @property
+    def relevant(self) -> np.ndarray:
+        """(n_queries, depth) True where the hit is judged relevant."""
+        return self.rels >= self.level
 
 
-def relevance_matrix(qrels: Qrels, run: RunLike, depth: int) -> RelevanceMatrix:
+def _judgement(grade: int | None) -> int:
+    """A hit's entry in `rels`: its grade, NOT_JUDGED when the qrels lack it, UNJUDGED when judged < 0."""
+    return NOT_JUDGED if grade is None else grade if grade >= 0 else UNJUDGED
+
+
+def relevance_matrix(qrels: Qrels, run: RunLike, depth: int, level: int = 1) -> RelevanceMatrix:
+    """The top `depth` hits of each judged query joined with their judgements (grade >= `level` is relevant)."""
+    if level < 0:
+        raise ValueError(f"relevance level must be >= 0, got {level}")
     qids = sorted(qrels)
-    gains = np.zeros((len(qids), depth), dtype=np.float64)
     ideal = np.zeros((len(qids), depth), dtype=np.float64)
+    rels = np.full((len(qids), depth), PAST_END, dtype=np.int64)
     n_rel = np.zeros(len(qids), dtype=np.float64)
     n_ret = np.zeros(len(qids), dtype=np.float64)
+    top = max((g for q in qids for g in qrels[q].values()), default=0)
+    counts = np.zeros((len(qids), max(top, 0) + 1), dtype=np.int64)
     for i, q in enumerate(qids):
         judged = qrels[q]
         hits = run.get(q, [])
         ranked = order_run(hits) if isinstance(hits, Mapping) else list(hits)
         ranked = ranked[:depth]
         n_ret[i] = len(ranked)
-        gains[i, : len(ranked)] = [max(judged.get(d, 0), 0) for d in ranked]
-        rel = sorted((g for g in judged.values() if g > 0), reverse=True)
-        n_rel[i] = len(rel)
-        ideal[i, : min(depth, len(rel))] = rel[:depth]
-    return RelevanceMatrix(qids, gains, n_rel, ideal, n_ret)
+        rels[i, : len(ranked)] = [_judgement(judged.get(d)) for d in ranked]
+        positive = sorted((g for g in judged.values() if g > 0), reverse=True)
+        n_rel[i] = sum(g >= level for g in judged.values())
+        ideal[i, : min(depth, len(positive))] = positive[:depth]
+        counts[i] = np.bincount(np.array([g for g in judged.values() if g >= 0], dtype=np.int64),
+                                minlength=counts.shape[1])
+    gains = np.maximum(rels, 0).astype(np.float64)
+    return RelevanceMatrix(qids, gains, n_rel, ideal, n_ret, rels, counts, level)
 
 
 def _safe_div(a: np.ndarray, b: np.ndarray) -> np.ndarray:
@@ -58,15 +82,15 @@ def _safe_div(a: np.ndarray, b: np.ndarray) -> np.ndarray:
 
 
 def _recall(m: RelevanceMatrix, k: int) -> np.ndarray:
-    return _safe_div((m.gains[:, :k] > 0).sum(axis=1).astype(float), m.n_relevant)
+    return _safe_div(m.relevant[:, :k].sum(axis=1).astype(float), m.n_relevant)
 
 
 def _precision(m: RelevanceMatrix, k: int) -> np.ndarray:
-    return (m.gains[:, :k] > 0).sum(axis=1) / float(k)
+    return m.relevant[:, :k].sum(axis=1) / float(k)
 
 
 def _hit_rate(m: RelevanceMatrix, k: int) -> np.ndarray:
-    return (m.gains[:, :k] > 0).any(axis=1).astype(float)
+    return m.relevant[:, :k].any(axis=1).astype(float)
 
 
 def _ndcg(m: RelevanceMatrix, k: int) -> np.ndarray:
@@ -75,13 +99,13 @@ def _ndcg(m: RelevanceMatrix, k: int) -> np.ndarray:
 
 
 def _mrr(m: RelevanceMatrix, k: int) -> np.ndarray:
-    rel = m.gains[:, :k] > 0
+    rel = m.relevant[:, :k]
     first = rel.argmax(axis=1)
     return np.where(rel.any(axis=1), 1.0 / (first + 1.0), 0.0)
 
 
 def _average_precision(m: RelevanceMatrix, k: int) -> np.ndarray:
-    rel = (m.gains[:, :k] > 0).astype(np.float64)
+    rel = m.relevant[:, :k].astype(np.float64)
     prec_at = np.cumsum(rel, axis=1) / np.arange(1, k + 1, dtype=np.float64)
     return _safe_div((prec_at * rel).sum(axis=1), m.n_relevant)
 
