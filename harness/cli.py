@@ -53,7 +53,8 @@ def _run_experiments(args: argparse.Namespace) -> int:
 
                     server = stack.enter_context(LocalModelServer(args.model.split("/", 1)[1],
                                                                   log_path=Path(args.logs) / "llama_server.log",
-                                                                  parallel=config.harness.llm.local_parallel))
+                                                                  parallel=config.harness.llm.local_parallel,
+                                                                  n_threads=config.harness.llm.local_threads))
                     llm = LLMClient.from_settings(config.harness.llm, args.model, model=server.litellm_model,
                                                   api_base=server.api_base, api_key="sk-local",
                                                   concurrency=concurrency, spend=spend)

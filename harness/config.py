@@ -117,6 +117,9 @@ class LLMSettings(_Strict):
     concurrency: int | None = Field(default=None, ge=1)
     # slots of the local llama.cpp server (continuous batching): README "Local inference" measured 1, 2 and 4
     local_parallel: int = Field(default=4, ge=1)
+    # threads of the local llama.cpp server: on 2 cores shared with the harness's own embedding and reranking,
+    # 2 threads collapse whenever the other core is busy (README "Local inference")
+    local_threads: int = Field(default=1, ge=1)
     requests_per_minute: float | None = Field(default=None, gt=0)  # optional client-side limits
     tokens_per_minute: float | None = Field(default=None, gt=0)
     max_cost_usd: float | None = Field(default=None, ge=0)  # the run's cost cap (--max-cost): see harness.llm.spend

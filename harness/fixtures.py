@@ -359,7 +359,8 @@ def local_llm_server(request: pytest.FixtureRequest, harness_config: HarnessConf
     log = harness_config.harness.report_dir / "llama_server.log"
     log.parent.mkdir(parents=True, exist_ok=True)
     with LocalModelServer(model.split("/", 1)[1], log_path=log,
-                          parallel=harness_config.harness.llm.local_parallel) as server:
+                          parallel=harness_config.harness.llm.local_parallel,
+                          n_threads=harness_config.harness.llm.local_threads) as server:
         yield server
 
 
@@ -428,7 +429,7 @@ def judges(request: pytest.FixtureRequest, pytestconfig: pytest.Config, harness_
             from harness.llm.local import LocalModelServer
 
             server = LocalModelServer(model.split("/", 1)[1], log_path=h.report_dir / "llama_server_judge.log",
-                                      parallel=h.llm.local_parallel).start()
+                                      parallel=h.llm.local_parallel, n_threads=h.llm.local_threads).start()
             request.addfinalizer(server.stop)
             client = _client(pytestconfig, harness_config, model, model=server.litellm_model, cache=cache,
                              api_base=server.api_base, api_key="sk-local")

@@ -111,3 +111,19 @@ def test_sequential_study_by_hand():
     # row 1: look 1 [-1, 1] -> go on; look 2 (last): mean 0 -> covered, not rejected
     assert r.rejection_rate == 0.5 and r.coverage == 0.5 and r.mean_queries == 2.5
     assert r.stopped_share == (0.5, 0.5)
+
+
+def test_against_fixed_n_on_recorded_scores():
+    """A large recorded effect: the sequential rule stops early with the fixed-n verdict; a small one that the
+    fixed-30 interval just decides is left undecided by the wider repeated interval (never the opposite verdict)."""
+    from harness.stats.sequential import against_fixed_n
+
+    design = SequentialDesign((10, 20, 30))
+    big = against_fixed_n(np.tile([0.9, 1.0], 15), np.tile([0.1, 0.0], 15), design, ">", 0.0, Decision("ci"),
+                          bounds=None)
+    assert big == {"fixed_n": "supported", "sequential": "supported", "stopped_at_look": 1, "queries_used": 10,
+                   "queries": 30, "agree": True}
+    d = np.tile([0.2, -0.1, 0.15], 10)  # mean 0.0833, sd 0.1299: fixed-30 95% CI [0.035, 0.132]
+    near = against_fixed_n(d, np.zeros(30), design, ">", 0.0, Decision("ci"), bounds=None)
+    assert near["fixed_n"] == "supported" and near["queries_used"] in (20, 30)
+    assert near["agree"] in (True, None)

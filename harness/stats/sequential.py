@@ -239,3 +239,20 @@ def replay(candidate: Sequence[float], baseline: Sequence[float], design: Sequen
                              confidence=confidence)
 
     return run_sequential(design, effect_at, lambda e: decide(e, comparator, threshold, decision), available=len(c))
+
+
+def against_fixed_n(candidate: Sequence[float], baseline: Sequence[float], design: SequentialDesign, comparator: str,
+                    threshold: float, decision: Any, **kw: Any) -> dict[str, Any]:
+    """What the sequential rule and the fixed-n rule (one 95% interval on every query) decide on the same recorded
+    scores: both verdicts, the look the sequential rule stopped at, and whether they agree where both decided
+    (None when either is undecided)."""
+    from harness.stats.effect import paired_effect
+    from harness.stats.verdict import decide
+
+    seq = replay(candidate, baseline, design, comparator, threshold, decision, **kw)
+    c, b = np.asarray(candidate, float), np.asarray(baseline, float)
+    fixed = decide(paired_effect(c, b, seed=1, confidence=1 - design.alpha, **kw), comparator, threshold, decision)
+    both = fixed.verdict in DECIDED and seq.verdict.verdict in DECIDED
+    return {"fixed_n": fixed.verdict, "sequential": seq.verdict.verdict, "stopped_at_look": seq.stopped_at,
+            "queries_used": seq.queries_used, "queries": len(c),
+            "agree": (fixed.verdict == seq.verdict.verdict) if both else None}
