@@ -21,19 +21,21 @@ from harness.stats import mcnemar
 from harness.stats.effect import paired_effect, proportion_effect
 from harness.techniques.e2e4 import index_kb
 from harness.techniques.registry import Services
-from harness.techniques.ret import fingerprint_coverage, synthesis_prompt
+from harness.techniques.ret import synthesis_prompt
 from harness.techniques.ret_mcq import choose, qa_study, retail_study
-from harness.techniques.ret_eval import (ArmRun, added_cost_ratio, added_latency, fingerprint_recall_lift,
-                                         hypothesis_option, paired_taus)
+from harness.techniques.ret_eval import (ArmRun, added_cost_ratio, added_latency, fallback_rate,
+                                         fingerprint_recall_lift, hypothesis_alignment, paired_taus, run_fell_back,
+                                         top_coverage_hypothesis)
 from harness.types import Query, Trace
 
 pytestmark = pytest.mark.benchmark
 KB = Path(__file__).resolve().parents[1] / "fixtures" / "retail_kb"
 
 
-def _run(question_id: str, correct: bool, res, q, seconds: float, trace: Trace) -> ArmRun:
+def _run(question_id: str, correct: bool, res, q, seconds: float, trace: Trace, arm: str) -> ArmRun:
     return ArmRun(question_id, correct, [int(q.is_relevant(h)) for h in res.docs[:10]], seconds,
-                  None if trace.unpriced_calls else trace.cost_usd, trace.prompt_tokens + trace.completion_tokens)
+                  None if trace.unpriced_calls else trace.cost_usd, trace.prompt_tokens + trace.completion_tokens,
+                  fell_back=run_fell_back(res, trace, ret_on=arm == "on"))
 
 
 @pytest.fixture(scope="module")
@@ -72,7 +74,7 @@ def ret_study(uncached_llm, embedder, harness_config, make_technique, qa_set, tm
             correct = int(np.argmax(ret.score_options(res, options, pick))) == gold
             out.append({"set": "mcq", "arm": arm, "q": q, "res": res.detail["ret"], "options": options,
                         "gold_index": gold, "run": _run(q.id, correct, res.detail["ret"], q,
-                                                        time.perf_counter() - t0, trace)})
+                                                        time.perf_counter() - t0, trace, arm)})
         bar.advance()
         return out
 
@@ -85,7 +87,7 @@ def ret_study(uncached_llm, embedder, harness_config, make_technique, qa_set, tm
                                   trace=trace).text
             correct = q.answered_by(answer)
             out.append({"set": "open", "arm": arm, "q": q, "res": res.detail["ret"],
-                        "run": _run(q.id, correct, res.detail["ret"], q, time.perf_counter() - t0, trace)})
+                        "run": _run(q.id, correct, res.detail["ret"], q, time.perf_counter() - t0, trace, arm)})
         bar.advance()
         return out
 
@@ -127,6 +129,7 @@ def test_accuracy_delta(ret_study, check):
     o_off, o_on = _runs(ret_study, "open")
     effect = paired_effect(a.astype(float), b.astype(float), binary=True, seed=1)
     check("RET-GATE-1", effect, **_ctx(ret_study, available=len(a), mcnemar_exact_p=mc.p_value,
+                                       fallback_rate=fallback_rate(off, on),
                                        mcq_accuracy_off=float(b.mean()),
                                        mcq_accuracy_on=float(a.mean()),
                                        open_qa_accuracy_off=float(np.mean([r.correct for r in o_off] or [0])),
@@ -142,29 +145,31 @@ def test_fingerprint_recall_lift(ret_study, check):
 
 @pytest.mark.spec("RET-GATE-3")
 def test_selection_rank_correlation(ret_study, check):
-    tau_on, tau_off, undefined = paired_taus(*_runs(ret_study))
+    tau_on, tau_off, tau_rule = paired_taus(*_runs(ret_study))
+    rule = "tau -1 in an arm whose top 10 lost every answer-relevant passage the other kept; alike undefined: left out"
     if len(tau_on) < 2:
-        check("RET-GATE-3", float("nan"), **_ctx(ret_study, n=len(tau_on), undefined=undefined,
-                                                 reason="fewer than 2 questions with tau defined in both arms"))
+        check("RET-GATE-3", float("nan"), **_ctx(ret_study, n=len(tau_on), tau_rule=tau_rule, scoring=rule,
+                                                 reason="fewer than 2 questions with tau scored in both arms"))
         return
     check("RET-GATE-3", paired_effect(tau_on, tau_off, bounds=(-1.0, 1.0), seed=1),
-          **_ctx(ret_study, undefined=undefined, tau_off=float(tau_off.mean()), tau_on=float(tau_on.mean())))
+          **_ctx(ret_study, tau_rule=tau_rule, scoring=rule, tau_off=float(tau_off.mean()), tau_on=float(tau_on.mean()),
+                 fallback_rate=fallback_rate(*_runs(ret_study))))
 
 
 @pytest.mark.spec("RET-GATE-4")
 def test_hypothesis_answer_alignment(ret_study, check):
     _, on = _arms(ret_study, "mcq")
-    aligned = []
-    for r in on:
+    aligned, ties = [], 0
+    for r in on:  # the questions RET answers correctly, where it ran (the subset the proposal names)
         res = r["res"]
         if not r["run"].correct or res.skip_reason or not res.hypotheses:
             continue
-        top = max(res.hypotheses, key=lambda h: max((fingerprint_coverage(d.text, res.fingerprints.get(h.hypothesis, []))
-                                                      for d in res.docs), default=0.0))
-        aligned.append(hypothesis_option(top.hypothesis, r["options"]) == r["gold_index"])
+        ties += top_coverage_hypothesis(res) is None
+        aligned.append(hypothesis_alignment(res, r["options"], r["gold_index"]))
     rate = float(np.mean(aligned)) if aligned else float("nan")
-    check("RET-GATE-4", proportion_effect(aligned), **_ctx(ret_study, available=len(aligned),
-                                                           matching="token F1, best option, ties unmatched",
+    check("RET-GATE-4", proportion_effect(aligned), **_ctx(ret_study, available=len(aligned), top_coverage_ties=ties,
+                                                           matching="token F1, best option, ties unmatched; a tie "
+                                                                    "for the top coverage credits no hypothesis",
                                                            flag_below_50=bool(aligned) and rate < 0.5))
 
 

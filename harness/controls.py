@@ -495,13 +495,44 @@ def _ret_parse(mp: Any) -> None:
     replace_everywhere(mp, orig, extract)
 
 
-@control("ret-ignores-budget", breaks="RET calls the model although the run's budget is spent")
+@control("ret-ignores-budget", breaks="RET's budget guard reads 0 spend whatever the run's ledger has charged to "
+                                     "the technique (or a caller passes), so RET calls the model on a spent budget")
 def _ret_budget(mp: Any) -> None:
     from harness.techniques.ret import RET
 
     orig = RET.select
-    mp.setattr(RET, "select", lambda self, question, retriever, spent_usd=0.0, **kw:
+    mp.setattr(RET, "select", lambda self, question, retriever, spent_usd=None, **kw:
                orig(self, question, retriever, spent_usd=0.0, **kw))
+
+
+@control("ret-gates-ignore-skips", breaks="the RET gates count no question as fallen back (fallback_rate 0), so a "
+                                         "gate measured where RET skipped reads as if RET had run")
+def _ret_gates_skips(mp: Any) -> None:
+    from harness.techniques import ret_eval
+
+    replace_everywhere(mp, ret_eval.fallback_rate, lambda off, on: 0.0)
+
+
+@control("ret-tau-drops-lost-gold", breaks="GATE-3 drops a question whose gold passage left one arm's top 10 "
+                                          "(tau undefined there) instead of scoring that arm -1")
+def _ret_tau_drops(mp: Any) -> None:
+    from harness.techniques import ret_eval
+
+    replace_everywhere(mp, ret_eval.gate_tau, lambda relevance, other: ret_eval.selection_tau(relevance))
+
+
+@control("ret-top-hypothesis-first-on-ties", breaks="GATE-4 credits the first generated hypothesis when several "
+                                                   "tie for the top fingerprint coverage")
+def _ret_top_first(mp: Any) -> None:
+    from harness.techniques import ret, ret_eval
+
+    def first_of_best(res: Any) -> str | None:
+        if res.skip_reason or not res.hypotheses:
+            return None
+        return max(res.hypotheses, key=lambda h: max((ret.fingerprint_coverage(d.text, res.fingerprints.get(
+            h.hypothesis, [])) for d in res.docs), default=0.0)).hypothesis
+
+    replace_everywhere(mp, ret_eval.top_coverage_hypothesis, first_of_best)
 
 
 # ---------------------------------------------------------------- retrieval backbone and metrics

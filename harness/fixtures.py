@@ -65,7 +65,9 @@ def check(request: pytest.FixtureRequest) -> Callable[..., Any]:
 
     `value` is a number (or bool/list) for `decision: estimate` specs, and an `Effect`
     (`harness.stats.paired_effect` / `proportion_effect`) for `ci` and `test` specs, which get a three-valued
-    verdict (supported / refuted / inconclusive) from their interval or test. Records value, verdict and
+    verdict (supported / refuted / inconclusive) from their interval or test. A `fallback_rate` in the context
+    (the share of queries where the technique fell back or failed) above 10% withholds a pass or a supported
+    verdict (inconclusive: the fallback was measured). Records value, verdict and
     context (n, ci, p_value, model, dataset, ...) for the report; refuted and failed checks fail the test,
     inconclusive ones fail it only under --strict-verdicts.
     """
@@ -75,7 +77,7 @@ def check(request: pytest.FixtureRequest) -> Callable[..., Any]:
     def _check(spec_id: str, value: Any, **context: Any) -> Any:
         from harness import provenance
         from harness.stats.effect import Effect
-        from harness.stats.verdict import decide
+        from harness.stats.verdict import decide, decide_estimate
 
         s = cat[spec_id]
         if estimating(request.config):  # the stand-in's answers are not the model's: nothing to judge
@@ -100,8 +102,11 @@ def check(request: pytest.FixtureRequest) -> Callable[..., Any]:
                 reason = context.get("reason") or "the measurement is undefined on this data (nan)"
                 record.update(value=number, verdict="inconclusive", decided={"verdict": "inconclusive",
                                                                              "reason": reason})
-            else:
-                record.update(value=number, verdict="pass" if s.holds(number) else "fail")
+            else:  # a pass measured where the technique fell back (`fallback_rate` > 10%) reads inconclusive
+                v = decide_estimate(s.holds(number), fallback_rate=context.get("fallback_rate"))
+                record.update(value=number, verdict=v.verdict)
+                if v.verdict == "inconclusive":
+                    record["decided"] = {"verdict": v.verdict, "reason": v.reason}
             if effect is not None:
                 record["effect"] = effect.as_context()
         context = dict(context)

@@ -1,8 +1,9 @@
-"""RET unit checks (a)-(f) and the testable risk mitigations."""
+"""RET unit checks (a)-(f), the testable risk mitigations and the gates' own rules (hand-built cases)."""
 from __future__ import annotations
 
 import json
 
+import numpy as np
 import pytest
 
 from harness.techniques.ret import (
@@ -110,12 +111,33 @@ def test_skip_on_parse_failure(scripted_llm, ret_retriever, check):
 
 
 @pytest.mark.spec("RET-RISK-3")
-def test_budget_guard(scripted_llm, ret_retriever, check):
-    calls = []
-    llm = scripted_llm(lambda m, p: calls.append(1) or HYPS, name="ret-r3")
-    res = RET(llm, RETConfig(enable_ret=True, max_cost_usd=0.03)).select(Q, ret_retriever, spent_usd=0.05)
-    assert calls == [], "no RET call is made once the budget is spent"
-    check("RET-RISK-3", res.skip_reason)
+def test_budget_guard_reads_the_runs_spend(scripted_llm, ret_retriever, check):
+    """The registered technique, as a run builds it: its client records into the run's ledger, and once the spend
+    charged to `ret` ($0.05 by now) leaves less than RET's estimate of `max_cost_usd` ($0.03), RET is skipped."""
+    from harness.config import HarnessConfig, ModelPrice
+    from harness.llm.scripted import by_kind
+    from harness.llm.spend import Spend, spending_for
+    from harness.techniques.registry import Services, build_technique
+    from harness.types import Query
+
+    spend, calls, answer = Spend(), [], by_kind(script())
+    llm = scripted_llm(lambda m, p: calls.append(1) or answer(m, p), name="ret-r3", spend=spend,
+                       price=ModelPrice(input_per_mtok=1.0, output_per_mtok=1.0))  # RET's estimate: $0.00172
+    tech = build_technique("ret", Services(HarnessConfig(), retriever=ret_retriever, llm=llm),
+                           {"enable_ret": True, "max_cost_usd": 0.03})
+    spend.record(model="other", role="pipeline", prompt_tokens=0, completion_tokens=0, cost_usd=1.0,
+                 technique="hyde")  # another technique's spend is not RET's
+    first = tech.run(Query("q1", Q))
+    assert first.detail["skip_reason"] is None and first.trace.cost_usd > 0
+    assert spend.spent_by("ret") == pytest.approx(first.trace.cost_usd)
+    with spending_for("ret"):  # the technique's other work so far: 50,000 prompt tokens at $1/Mtok
+        llm.complete("earlier " * 50_000, max_tokens=1)
+    spent, made = spend.spent_by("ret"), len(calls)
+    assert spent == pytest.approx(0.05 + first.trace.cost_usd)
+    second = tech.run(Query("q2", Q))
+    check("RET-RISK-3", second.detail["skip_reason"], spent_usd=spent, max_cost_usd=0.03)
+    assert len(calls) == made, "no RET call is made once the run's budget for it is spent"
+    assert [e["spent_usd"] for e in second.trace.events if e["name"] == "ret_budget"] == [spent]
 
 
 @pytest.mark.spec("RET-UNIT-d")
@@ -147,3 +169,73 @@ def test_completion_variant_reads_tiny_model_lists(scripted_llm, ret_retriever):
                    "30 days": ["electronics returned within 30 days of delivery", "return window for electronics is 30 days"]}
     res = RET(llm, RETConfig(enable_ret=True, prompt_variant="completion")).select(Q, ret_retriever)
     assert res.skip_reason is None and res.table.startswith(COVERAGE_HEADER)
+
+
+# ---------------------------------------------------------------- the gates' own rules (issue #31), by hand
+def _ret_result(hyps: list[str], fps: dict[str, list[str]], docs: list, skip_reason: str | None = None):
+    from harness.techniques.ret import RetResult
+
+    return RetResult(Q, [Hypothesis(hypothesis=h) for h in hyps], fps, {}, docs, None, skip_reason)
+
+
+@pytest.mark.spec("RET-GATES-EARNED")
+def test_no_gate_passes_on_a_run_where_ret_did_not_run(catalogue, check):
+    """20 MCQ pairs: RET ran on 5 (right where the baseline was wrong, +$0.0001 and +3 s each) and was skipped
+    (`budget`) on 15 (same pick, cost and time). Unguarded, gates 1, 5 and 6 would read supported / pass."""
+    from harness.stats.effect import paired_effect
+    from harness.stats.verdict import decide, decide_estimate
+    from harness.techniques.ret_eval import ArmRun, added_cost_ratio, added_latency, fallback_rate, run_fell_back
+    from harness.types import Trace
+
+    off, on = [], []
+    for i in range(20):
+        ran, right = i < 5, i >= 5 and i % 2 == 0
+        res = _ret_result([], {}, [], skip_reason=None if ran else "budget")
+        off.append(ArmRun(f"q{i}", right, seconds=2.0, cost_usd=0.001))
+        on.append(ArmRun(f"q{i}", ran or right, seconds=2.0 + 3.0 * ran, cost_usd=0.001 + 0.0001 * ran,
+                         fell_back=run_fell_back(res, Trace(), ret_on=True)))
+    cost, latency = added_cost_ratio(off, on), added_latency(off, on)
+    assert cost.value == pytest.approx(5 * 0.0001 / (20 * 0.001)) and latency.value == 0.0  # both under threshold
+    effect = paired_effect(np.array([r.correct for r in on], float), np.array([r.correct for r in off], float),
+                           binary=True, seed=1)
+    g1 = catalogue["RET-GATE-1"]
+    verdicts = {"RET-GATE-1": decide(effect, g1.comparator, g1.threshold, g1.decision,
+                                     fallback_rate=fallback_rate(off, on)).verdict}
+    for sid, fig in (("RET-GATE-5", cost), ("RET-GATE-6", latency)):
+        verdicts[sid] = decide_estimate(catalogue[sid].holds(fig.value), fallback_rate=fig.detail["fallback_rate"]).verdict
+    check("RET-GATES-EARNED", sum(v in ("pass", "supported") for v in verdicts.values()), verdicts=verdicts,
+          ret_skipped=15, questions=20)
+
+
+@pytest.mark.spec("RET-GATE-3-LOST-GOLD")
+def test_a_question_whose_gold_left_the_top_k_scores_the_worst_tau(check):
+    """q0: off [0,1,0] (tau 0: one concordant, one discordant pair), on [1,0,0] (tau-b 2/sqrt(3*2)); q1: RET lost the
+    gold, off [1,0,0] (2/sqrt(6)), on [0,0,0] (-1 by the rule); q2: no gold in either arm (left out). The mean paired
+    difference is ((2/sqrt(6) - 0) + (-1 - 2/sqrt(6))) / 2 = -0.5; dropping q1 would read +0.816."""
+    from harness.techniques.ret_eval import ArmRun, paired_taus
+
+    rows = [([0, 1, 0], [1, 0, 0]), ([1, 0, 0], [0, 0, 0]), ([0, 0, 0], [0, 0, 0])]
+    off = [ArmRun(f"q{i}", True, a) for i, (a, _) in enumerate(rows)]
+    on = [ArmRun(f"q{i}", True, b) for i, (_, b) in enumerate(rows)]
+    t_on, t_off, counts = paired_taus(off, on)
+    diff = float(np.mean(t_on - t_off)) if len(t_on) else float("nan")
+    check("RET-GATE-3-LOST-GOLD", abs(diff - (-0.5)), mean_paired_difference=diff, counts=counts)
+    assert counts == {"dropped": 1, "no_gold_off": 0, "no_gold_on": 1, "all_gold_off": 0, "all_gold_on": 0}
+
+
+@pytest.mark.spec("RET-GATE-4-TIES")
+def test_a_tie_for_top_coverage_credits_no_hypothesis(check):
+    """Gold option "14 days" in both questions. Clear: 14 days covers 2/2 fingerprints in the passage, 30 days 0/2:
+    aligned. Tie: both cover 1/1, and the first generated ("14 days") names the gold: unmatched. Rate 1/2."""
+    from harness.techniques.ret_eval import hypothesis_alignment, top_coverage_hypothesis
+
+    options, docs = ["14 days", "30 days", "60 days", "90 days"], [Hit("d", 1.0, "Electronics returned within 14 days "
+                                                                             "of delivery get a refund to the card.")]
+    clear = _ret_result(["14 days", "30 days"], {"14 days": ["electronics returned 14 days", "refund card delivery"],
+                                                 "30 days": ["furniture swapped thirty nights", "store credit only"]}, docs)
+    tie = _ret_result(["14 days", "30 days"], {"14 days": ["electronics returned 14 days"],
+                                               "30 days": ["electronics returned 30 days"]}, docs)
+    assert top_coverage_hypothesis(clear) == "14 days"
+    aligned = [hypothesis_alignment(res, options, 0) for res in (clear, tie)]
+    check("RET-GATE-4-TIES", float(np.mean(aligned)), aligned=aligned)
+    assert top_coverage_hypothesis(tie) is None

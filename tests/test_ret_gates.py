@@ -7,10 +7,12 @@ import numpy as np
 import pytest
 from scipy import stats as st
 
-from harness.techniques.ret_eval import (ArmRun, added_cost_ratio, added_latency, fingerprint_recall_lift,
-                                         hypothesis_option, paired_taus, selection_tau)
+from harness.techniques.ret_eval import (ArmRun, added_cost_ratio, added_latency, fallback_rate,
+                                         fingerprint_recall_lift, gate_tau, hypothesis_alignment, hypothesis_option,
+                                         paired_taus, run_fell_back, selection_tau, top_coverage_hypothesis)
 
 pytestmark = pytest.mark.unit
+pytest_plugins = ["pytester"]
 
 
 def _arms(rows):
@@ -35,25 +37,39 @@ def test_recall_lift_is_undefined_when_the_baseline_finds_nothing():
     assert math.isnan(fingerprint_recall_lift(off, on).value)
 
 
-def test_tau_is_paired_per_question_and_undefined_ones_are_counted_not_zero():
+def test_tau_is_paired_per_question_and_a_lost_gold_passage_is_the_worst_tau():
     off, on = _arms([
         ((True, [1, 0, 0]), (True, [0, 0, 1])),  # both defined
         ((True, [0, 1, 0]), (True, [1, 0, 1])),  # both defined
-        ((True, [0, 0, 0]), (True, [1, 0, 0])),  # off undefined: dropped from both arms
-        ((True, [1, 1, 0]), (True, [1, 1, 1])),  # on undefined
+        ((True, [0, 0, 0]), (True, [1, 0, 0])),  # RET brought the gold in: the baseline scores -1
+        ((True, [1, 1, 0]), (True, [1, 1, 1])),  # RET selected only relevant passages: +1
+        ((True, [0, 0, 0]), (True, [0, 0, 0])),  # no gold in either arm: left out, counted
+        ((True, [1, 1, 1]), (True, [1, 1, 1])),  # only gold in both: left out, counted
     ])
-    t_on, t_off, undefined = paired_taus(off, on)
+    t_on, t_off, counts = paired_taus(off, on)
     rank = [0, -1, -2]
-    assert t_off == pytest.approx([st.kendalltau(rank, [1, 0, 0]).statistic, st.kendalltau(rank, [0, 1, 0]).statistic])
-    assert t_on == pytest.approx([st.kendalltau(rank, [0, 0, 1]).statistic, st.kendalltau(rank, [1, 0, 1]).statistic])
-    assert undefined == {"off_only": 1, "on_only": 1, "both": 0}
+
+    def tau(labels):
+        return st.kendalltau(rank, labels).statistic
+
+    assert t_off == pytest.approx([tau([1, 0, 0]), tau([0, 1, 0]), -1.0, tau([1, 1, 0])])
+    assert t_on == pytest.approx([tau([0, 0, 1]), tau([1, 0, 1]), tau([1, 0, 0]), 1.0])
+    assert counts == {"dropped": 2, "no_gold_off": 1, "no_gold_on": 0, "all_gold_off": 0, "all_gold_on": 1}
     assert math.isnan(selection_tau([1, 1, 1])) and math.isnan(selection_tau([]))
 
 
-def test_tau_with_no_question_defined_in_both_arms_is_empty_not_zero():
-    off, on = _arms([((True, [0, 0]), (True, [1, 0]))])
-    t_on, t_off, undefined = paired_taus(off, on)
-    assert len(t_on) == len(t_off) == 0 and undefined["off_only"] == 1
+def test_gate_tau_is_below_the_gold_at_the_last_rank_and_symmetric():
+    last = selection_tau([0] * 9 + [1])  # -9/sqrt(45 * 9): the worst a selection that kept the gold can do
+    assert last == pytest.approx(-9 / math.sqrt(45 * 9)) and gate_tau([0] * 10, [0] * 9 + [1]) == -1.0 < last
+    assert gate_tau([0] * 9 + [1], [0] * 10) == pytest.approx(last)
+    assert gate_tau([1], [0, 1]) == 1.0 and gate_tau([], [1, 0]) == -1.0  # one passage or none: no tau, the rule
+    assert math.isnan(gate_tau([0, 0], [0])) and math.isnan(gate_tau([1, 1], [1]))
+
+
+def test_tau_with_no_question_scored_in_both_arms_is_empty_not_zero():
+    off, on = _arms([((True, [0, 0]), (True, [0, 0]))])
+    t_on, t_off, counts = paired_taus(off, on)
+    assert len(t_on) == len(t_off) == 0 and counts["dropped"] == 1
 
 
 def test_hypothesis_maps_to_its_best_option_not_by_substring():
@@ -104,3 +120,113 @@ def test_budget_guard_prices_the_stage_and_never_reads_an_unpriced_model_as_free
     assert ret.estimate_cost() == pytest.approx(1720 * 10.0 / 1e6)
     assert ret.select("q?", _NoDocs(), spent_usd=0.03 - 0.01).skip_reason == "budget"  # 0.0172 > 0.01 left
     assert ret.select("q?", _NoDocs(), spent_usd=0.0).skip_reason != "budget"
+
+
+def _res(skip_reason=None, hyps=(), fps=None, docs=()):
+    from harness.techniques.ret import Hypothesis, RetResult
+
+    return RetResult("q?", [Hypothesis(hypothesis=h) for h in hyps], fps or {}, {}, list(docs), None, skip_reason)
+
+
+def test_a_run_fell_back_when_ret_skipped_in_its_arm_or_an_llm_error_was_absorbed():
+    from harness.types import Trace
+
+    failed = Trace()
+    failed.event("ret_llm_error", error="timeout")
+    assert run_fell_back(_res("budget"), Trace(), ret_on=True) and run_fell_back(_res("parse_failure"), Trace(), ret_on=True)
+    assert not run_fell_back(_res("disabled"), Trace(), ret_on=False)  # the baseline arm is RET off by design
+    assert run_fell_back(_res("disabled"), failed, ret_on=False) and not run_fell_back(_res(), Trace(), ret_on=True)
+
+
+def test_every_figure_carries_the_fallback_rate_of_its_own_questions():
+    off = [ArmRun(f"q{i}", i < 2, [1, 0], seconds=1.0, cost_usd=0.01) for i in range(4)]
+    on = [ArmRun(f"q{i}", True, [1, 1], seconds=2.0, cost_usd=0.011, fell_back=i in (0, 3)) for i in range(4)]
+    on[1].fell_back, off[2].fell_back = False, True  # q2: the baseline absorbed an error
+    assert fallback_rate(off, on) == 3 / 4 and math.isnan(fallback_rate([], []))
+    assert added_cost_ratio(off, on).detail["fallback_rate"] == 3 / 4
+    assert added_latency(off, on).detail["fallback_rate"] == 3 / 4
+    assert fingerprint_recall_lift(off, on).detail["fallback_rate"] == 2 / 2  # q2, q3: the baseline answers wrongly
+
+
+def test_a_point_estimate_on_a_fallback_run_cannot_pass():
+    from harness.stats.verdict import MAX_FALLBACK_RATE, decide_estimate
+
+    assert decide_estimate(True).verdict == "pass" and decide_estimate(True, fallback_rate=MAX_FALLBACK_RATE).verdict == "pass"
+    v = decide_estimate(True, fallback_rate=0.75)
+    assert v.verdict == "inconclusive" and "75%" in v.reason and "fallback was measured" in v.reason
+    assert decide_estimate(False, fallback_rate=0.75).verdict == "fail"  # a fail stands
+
+
+def test_a_tie_for_the_top_coverage_credits_no_hypothesis():
+    from harness.types import Hit
+
+    docs = [Hit("d", 1.0, "electronics returned within 14 days")]
+    options = ["14 days", "30 days"]
+    clear = _res(hyps=["14 days", "30 days"], fps={"14 days": ["electronics returned 14 days"],
+                                                   "30 days": ["thirty nights furniture"]}, docs=docs)
+    zero = _res(hyps=["14 days", "30 days"], fps={"14 days": ["refund card"], "30 days": ["gift voucher"]}, docs=docs)
+    assert top_coverage_hypothesis(clear) == "14 days" and hypothesis_alignment(clear, options, 0)
+    assert top_coverage_hypothesis(zero) is None and not hypothesis_alignment(zero, options, 0)  # 0 = 0: a tie
+    assert top_coverage_hypothesis(_res(hyps=["14 days"], docs=docs)) == "14 days"  # alone at the top: no tie
+    assert top_coverage_hypothesis(_res("budget", hyps=["14 days"], docs=docs)) is None
+
+
+def test_the_budget_guard_reads_the_ledger_of_the_technique_it_runs_under(scripted_llm):
+    from harness.config import ModelPrice
+    from harness.llm.spend import Spend, spending_for
+    from harness.techniques.ret import RET, RETConfig
+
+    spend = Spend()
+    llm = scripted_llm(lambda m, p: "", name="ret-ledger", spend=spend, price=ModelPrice(input_per_mtok=1.0,
+                                                                                          output_per_mtok=1.0))
+    for technique, usd in (("ret", 0.02), ("hyde", 5.0), ("ret", 0.015)):
+        spend.record(model="m", role="pipeline", prompt_tokens=0, completion_tokens=0, cost_usd=usd, technique=technique)
+    spend.record(model="m", role="pipeline", prompt_tokens=0, completion_tokens=0, cost_usd=None, technique="ret")
+    assert spend.spent_by("ret") == pytest.approx(0.035) and spend.spent_by("wsop") == 0.0
+    ret = RET(llm, RETConfig(enable_ret=True, max_cost_usd=0.03))
+    with spending_for("ret"):
+        assert ret.spent_so_far() == pytest.approx(0.035)
+        assert ret.select("q?", _NoDocs()).skip_reason == "budget"
+    with spending_for("other"):
+        assert ret.spent_so_far() == 0.0 and ret.select("q?", _NoDocs()).skip_reason != "budget"
+    assert RET(scripted_llm(lambda m, p: "", name="ret-noledger"), RETConfig()).spent_so_far() == 0.0
+
+
+def test_the_check_withholds_a_pass_measured_on_a_fallback_run(pytester: pytest.Pytester):
+    """The `check` fixture: an estimate spec that holds, with `fallback_rate` 0.75 in its context, reads inconclusive
+    with the reason (the test passes; under --strict-verdicts it fails); at 0.05 it passes."""
+    import json
+    import textwrap
+
+    pytester.makeini(textwrap.dedent("""
+        [pytest]
+        addopts = --strict-markers -p no:cacheprovider
+        spec_files = specs
+        filterwarnings = error
+    """))
+    (pytester.path / "specs").mkdir()
+    (pytester.path / "specs" / "demo.yaml").write_text(textwrap.dedent("""
+        specs:
+          - id: DEMO-COST
+            title: Added cost stays under a bound
+            marker: unit
+            metric: added cost ratio
+            comparator: "<="
+            threshold: 0.18
+            source: demo
+    """))
+    pytester.makepyfile(test_demo=textwrap.dedent("""
+        import pytest
+
+        @pytest.mark.spec("DEMO-COST")
+        @pytest.mark.parametrize("rate", [0.75, 0.05])
+        def test_cost(check, rate):
+            check("DEMO-COST", 0.0, fallback_rate=rate, dataset=f"set-{rate}")
+    """))
+    pytester.runpytest_subprocess("--report-dir", "out").assert_outcomes(passed=2)
+    rows = json.loads((pytester.path / "out" / "results.json").read_text())["specs"]
+    entries = {e["dataset"]: e for e in rows[0]["datasets"]}
+    assert rows[0]["verdict"] == "inconclusive" and entries["set-0.05"]["verdict"] == "pass"
+    assert entries["set-0.75"]["verdict"] == "inconclusive" and "fallback was measured" in entries["set-0.75"]["reason"]
+    strict = pytester.runpytest_subprocess("--report-dir", "out2", "--strict-verdicts", "-k", "0.75")
+    strict.assert_outcomes(failed=1)

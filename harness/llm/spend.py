@@ -120,6 +120,11 @@ class Spend:
             return [SpendRow(**asdict(r)) for r in sorted(self._rows.values(),
                                                            key=lambda r: (r.role, r.technique, r.model))]
 
+    def spent_by(self, technique: str) -> float:
+        """USD charged so far to `technique`, every role and model (cache hits and unpriced calls add nothing)."""
+        with self._lock:
+            return sum(r.cost_usd for r in self._rows.values() if r.technique == technique)
+
     def totals(self, role: str | None = None) -> SpendRow:
         """The sum over every row (of one role when given)."""
         total = SpendRow("(all)", role or "(all)", "(all)")

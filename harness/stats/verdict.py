@@ -7,12 +7,14 @@ A claim `effect <comparator> threshold` (comparator >=, >, <= or <) is decided b
 - `test`: **supported** when the named test is significant at α (Holm-adjusted over the run's comparative
   claims when the report decides) *and* the estimate satisfies the claim; **refuted** when the whole interval
   violates it; **inconclusive** otherwise (e.g. RET-GATE-1: McNemar p < 0.15 and ≥ +4 points);
-- `estimate`: the point value against the threshold (pass / fail), for deterministic values.
+- `estimate`: the point value against the threshold (pass / fail), for deterministic values
+  (`decide_estimate`).
 
 A claim whose threshold lies outside what the metric can still reach over the baseline (`Effect.attainable`)
 cannot be tested on that data: it reads inconclusive with `untestable`, never refuted. A claim whose arms fell
-back (HyDE to the raw query, fusion to the original query alone, an LLM error) on more than
-`MAX_FALLBACK_RATE` of its queries measured the fallback, not the technique: it cannot be supported.
+back (HyDE to the raw query, fusion to the original query alone, RET skipped, an LLM error) on more than
+`MAX_FALLBACK_RATE` of its queries measured the fallback, not the technique: it cannot be supported, and a point
+estimate measured on such a run cannot pass (both read inconclusive).
 """
 from __future__ import annotations
 
@@ -109,6 +111,18 @@ def decide(effect: Effect, comparator: str, threshold: float, decision: Decision
                                        f"queries (> {MAX_FALLBACK_RATE:.0%}): the fallback was measured",
                        queries_needed=None, mde=v.mde)
     return v
+
+
+def decide_estimate(holds: bool, *, fallback_rate: float | None = None) -> Verdict:
+    """The verdict of a point estimate (`holds`: it satisfies the claim); a pass measured on a run that fell back
+    or failed on more than `MAX_FALLBACK_RATE` of its queries is withheld (inconclusive), a fail stands."""
+    if not holds:
+        return Verdict("fail", "the estimate does not satisfy the claim")
+    if fallback_rate is not None and fallback_rate > MAX_FALLBACK_RATE:
+        return Verdict("inconclusive", f"the estimate satisfies the claim, but the technique fell back or failed on "
+                                       f"{fallback_rate:.0%} of queries (> {MAX_FALLBACK_RATE:.0%}): the fallback "
+                                       "was measured")
+    return Verdict("pass", "the estimate satisfies the claim")
 
 
 def _decide(effect: Effect, comparator: str, threshold: float, decision: Decision,
