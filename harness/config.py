@@ -90,7 +90,7 @@ class RetSettings(_Strict):
     max_fingerprint_queries: int = 6
     coverage_weight: float = 0.35
     mcq_fingerprint_weight: float = 0.20
-    max_cost_usd: float = 0.03  # RET's budget: the run's ledger spend on the technique RET runs under (ret.py)
+    max_cost_usd: float = 0.03  # RET's budget per question run: the question's trace cost before RET (ret.py)
     min_justification_tokens: int = 15
     prompt_variant: Literal["chat", "completion"] = "chat"  # completion: few-shot lists for tiny local models
     table_max_tokens: int = 400

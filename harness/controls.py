@@ -495,8 +495,8 @@ def _ret_parse(mp: Any) -> None:
     replace_everywhere(mp, orig, extract)
 
 
-@control("ret-ignores-budget", breaks="RET's budget guard reads 0 spend whatever the run's ledger has charged to "
-                                     "the technique (or a caller passes), so RET calls the model on a spent budget")
+@control("ret-ignores-budget", breaks="RET's budget guard reads 0 spend whatever the question's run has spent (or a "
+                                     "caller passes), so RET calls the model on a spent budget")
 def _ret_budget(mp: Any) -> None:
     from harness.techniques.ret import RET
 

@@ -112,32 +112,29 @@ def test_skip_on_parse_failure(scripted_llm, ret_retriever, check):
 
 @pytest.mark.spec("RET-RISK-3")
 def test_budget_guard_reads_the_runs_spend(scripted_llm, ret_retriever, check):
-    """The registered technique, as a run builds it: its client records into the run's ledger, and once the spend
-    charged to `ret` ($0.05 by now) leaves less than RET's estimate of `max_cost_usd` ($0.03), RET is skipped."""
+    """The registered technique, as a pipeline runs it: RET's budget is per question run (the proposal's
+    "remaining run budget", a run being one question). A question whose run has spent $0.05 before RET (its trace)
+    has less than RET's estimate left of `max_cost_usd` ($0.03): RET is skipped and calls no model."""
     from harness.config import HarnessConfig, ModelPrice
     from harness.llm.scripted import by_kind
-    from harness.llm.spend import Spend, spending_for
     from harness.techniques.registry import Services, build_technique
-    from harness.types import Query
+    from harness.types import Query, Trace
 
-    spend, calls, answer = Spend(), [], by_kind(script())
-    llm = scripted_llm(lambda m, p: calls.append(1) or answer(m, p), name="ret-r3", spend=spend,
+    calls, answer = [], by_kind(script())
+    llm = scripted_llm(lambda m, p: calls.append(1) or answer(m, p), name="ret-r3",
                        price=ModelPrice(input_per_mtok=1.0, output_per_mtok=1.0))  # RET's estimate: $0.00172
     tech = build_technique("ret", Services(HarnessConfig(), retriever=ret_retriever, llm=llm),
                            {"enable_ret": True, "max_cost_usd": 0.03})
-    spend.record(model="other", role="pipeline", prompt_tokens=0, completion_tokens=0, cost_usd=1.0,
-                 technique="hyde")  # another technique's spend is not RET's
-    first = tech.run(Query("q1", Q))
+    first = tech.run(Query("q1", Q))  # a fresh run: nothing spent, RET runs
     assert first.detail["skip_reason"] is None and first.trace.cost_usd > 0
-    assert spend.spent_by("ret") == pytest.approx(first.trace.cost_usd)
-    with spending_for("ret"):  # the technique's other work so far: 50,000 prompt tokens at $1/Mtok
-        llm.complete("earlier " * 50_000, max_tokens=1)
-    spent, made = spend.spent_by("ret"), len(calls)
-    assert spent == pytest.approx(0.05 + first.trace.cost_usd)
-    second = tech.run(Query("q2", Q))
-    check("RET-RISK-3", second.detail["skip_reason"], spent_usd=spent, max_cost_usd=0.03)
+    earlier = Trace()
+    with earlier.stage("rewrite"):  # the pipeline's work on this question before RET: $0.05
+        earlier.record_llm_call(50_000, 0, 0.05)
+    made = len(calls)
+    second = tech.run(Query("q2", Q), trace=earlier)
+    check("RET-RISK-3", second.detail["skip_reason"], spent_usd=0.05, max_cost_usd=0.03)
     assert len(calls) == made, "no RET call is made once the run's budget for it is spent"
-    assert [e["spent_usd"] for e in second.trace.events if e["name"] == "ret_budget"] == [spent]
+    assert [e["spent_usd"] for e in second.trace.events if e["name"] == "ret_budget"] == [pytest.approx(0.05)]
 
 
 @pytest.mark.spec("RET-UNIT-d")

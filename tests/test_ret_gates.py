@@ -171,25 +171,18 @@ def test_a_tie_for_the_top_coverage_credits_no_hypothesis():
     assert top_coverage_hypothesis(_res("budget", hyps=["14 days"], docs=docs)) is None
 
 
-def test_the_budget_guard_reads_the_ledger_of_the_technique_it_runs_under(scripted_llm):
-    from harness.config import ModelPrice
-    from harness.llm.spend import Spend, spending_for
+def test_the_budget_guard_reads_the_questions_own_run(scripted_llm):
+    """Per question: the cost its trace recorded before RET, not another question's or another technique's."""
     from harness.techniques.ret import RET, RETConfig
+    from harness.types import Trace
 
-    spend = Spend()
-    llm = scripted_llm(lambda m, p: "", name="ret-ledger", spend=spend, price=ModelPrice(input_per_mtok=1.0,
-                                                                                          output_per_mtok=1.0))
-    for technique, usd in (("ret", 0.02), ("hyde", 5.0), ("ret", 0.015)):
-        spend.record(model="m", role="pipeline", prompt_tokens=0, completion_tokens=0, cost_usd=usd, technique=technique)
-    spend.record(model="m", role="pipeline", prompt_tokens=0, completion_tokens=0, cost_usd=None, technique="ret")
-    assert spend.spent_by("ret") == pytest.approx(0.035) and spend.spent_by("wsop") == 0.0
-    ret = RET(llm, RETConfig(enable_ret=True, max_cost_usd=0.03))
-    with spending_for("ret"):
-        assert ret.spent_so_far() == pytest.approx(0.035)
-        assert ret.select("q?", _NoDocs()).skip_reason == "budget"
-    with spending_for("other"):
-        assert ret.spent_so_far() == 0.0 and ret.select("q?", _NoDocs()).skip_reason != "budget"
-    assert RET(scripted_llm(lambda m, p: "", name="ret-noledger"), RETConfig()).spent_so_far() == 0.0
+    ret = RET(scripted_llm(lambda m, p: "", name="ret-per-question"), RETConfig(enable_ret=True, max_cost_usd=0.03))
+    spent = Trace()
+    with spent.stage("earlier"):
+        spent.record_llm_call(0, 0, 0.035)
+    assert ret.select("q?", _NoDocs(), trace=spent).skip_reason == "budget"
+    assert ret.select("q?", _NoDocs(), trace=Trace()).skip_reason != "budget"
+    assert ret.select("q?", _NoDocs(), spent_usd=0.031).skip_reason == "budget"
 
 
 def test_the_check_withholds_a_pass_measured_on_a_fallback_run(pytester: pytest.Pytester):

@@ -19,7 +19,6 @@ from pydantic import BaseModel, ValidationError
 
 from harness.config import ModelPrice, RetSettings
 from harness.llm.client import LLMClient, extract_json
-from harness.llm.spend import current_technique
 from harness.parallel import ordered_map
 from harness.prompts import load_prompts, render
 from harness.techniques.generation import try_complete
@@ -281,15 +280,11 @@ class RET:
                                output_per_mtok=float(info.get("output_cost_per_token") or 0) * 1e6)
         return price.cost(1200, 520)
 
-    def spent_so_far(self) -> float:
-        """What the run has spent on the technique RET runs under: the LLM client's spend ledger (the session's
-        `Spend`), per technique (`spending_for`); 0 for a client that records into none."""
-        spend = getattr(self.llm, "spend", None)
-        return spend.spent_by(current_technique()) if spend is not None else 0.0
-
     def select(self, question: str, retriever, *, spent_usd: float | None = None,
                trace: Trace | None = None) -> RetResult:
-        """`spent_usd`: what the run has spent so far, against `max_cost_usd` (None: `spent_so_far()`, the ledger)."""
+        """`spent_usd`: what this question's run has spent before RET, against `max_cost_usd` (None: the cost the
+        question's trace has recorded so far, e.g. a WSOP pipeline's earlier stages). The proposal's guard skips
+        RET "if remaining run budget is insufficient", a run there being one question (its §risks)."""
         trace = trace if trace is not None else Trace()
         with trace.stage("retrieve_primary"):
             primary = retriever.retrieve(question, self.k)
@@ -306,7 +301,7 @@ class RET:
         estimate = self.estimate_cost()
         if estimate is None:  # an unpriced model: the guard can only see a spent budget; never read it as free
             trace.event("ret_cost_unknown", model=getattr(self.llm, "label", "?"))
-        spent = self.spent_so_far() if spent_usd is None else spent_usd
+        spent = trace.cost_usd if spent_usd is None else spent_usd
         remaining = self.config.max_cost_usd - spent
         if remaining <= 0 or (estimate is not None and estimate > remaining):
             trace.event("ret_budget", spent_usd=spent, max_cost_usd=self.config.max_cost_usd, estimate_usd=estimate)
