@@ -177,15 +177,6 @@ class SequentialSettings(_Strict):
     spending: Literal["obf", "pocock"] = "obf"  # Lan-DeMets alpha spending: O'Brien-Fleming or Pocock type
     alpha: float = Field(default=0.05, gt=0, lt=1)  # two-sided: the repeated intervals cover at 1 - alpha jointly
 
-    def design(self, n_max: int) -> Any:
-        """The looks for a claim of at most `n_max` queries (one look at n_max when disabled)."""
-        from harness.stats.sequential import SequentialDesign
-
-        if not self.enabled:
-            return SequentialDesign((n_max,), alpha=self.alpha, spending=self.spending)
-        return SequentialDesign.plan(n_max, look_every=self.look_every, max_looks=self.max_looks, alpha=self.alpha,
-                                     spending=self.spending)
-
 
 class HarnessSettings(_Strict):
     report_dir: Path = Path("reports")

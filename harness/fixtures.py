@@ -161,7 +161,7 @@ def check_sequential(request: pytest.FixtureRequest, check: Callable[..., Any]) 
         if n_max < 2:
             pytest.fail(f"{s.id}: {n_max} queries cannot decide a paired claim", pytrace=False)
         design = SequentialDesign((n_max,), alpha=settings.alpha) if estimating(request.config) \
-            else settings.design(n_max)
+            else SequentialDesign.for_claim(settings, n_max)
         last: dict[str, Any] = {}
 
         def effect_at(n: int, confidence: float) -> Any:

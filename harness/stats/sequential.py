@@ -151,6 +151,15 @@ class SequentialDesign:
             looks.pop(-2)
         return cls(tuple(looks), alpha=alpha, spending=spending)
 
+    @classmethod
+    def for_claim(cls, settings: Any, n_max: int) -> SequentialDesign:
+        """The looks `harness.sequential` (config.SequentialSettings) plans for a claim of at most `n_max` queries;
+        one look at n_max when the settings disable sequential verdicts (--fixed-n)."""
+        if not settings.enabled:
+            return cls((n_max,), alpha=settings.alpha, spending=settings.spending)
+        return cls.plan(n_max, look_every=settings.look_every, max_looks=settings.max_looks, alpha=settings.alpha,
+                        spending=settings.spending)
+
     def confidence_at(self, k: int) -> float:
         """Nominal confidence of look k's interval (0-based); 0.0 at a look that spends nothing."""
         c = self.bounds[k]
