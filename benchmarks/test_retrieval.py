@@ -108,41 +108,58 @@ def test_metric_throughput_10k_by_100(benchmark, measure):
 
 
 @pytest.fixture(scope="module")
-def embedder_comparison(beir_dataset, tmp_path_factory):
+def embedder_comparison(beir_dataset, harness_config, tmp_path_factory):
     """Cranfield encoded cold by the float PyTorch model and by the int8 ONNX one (no vector cache), each
-    searched exactly over its own vectors; documents/s and nDCG@10 for both, in one run."""
+    searched exactly over its own vectors; documents/s and nDCG@10 for both, in one run. Model-independent of the
+    LLM: cached by the content of the data, the model files, this code, the packages and the machine
+    (harness.result_cache), so a run recomputes it only when one of those changes."""
+    import inspect
+
+    from harness import result_cache
+    from harness.retrieval import embed
     from harness.retrieval.embed import ONNX_INT8_MINILM, make_embedder
     from harness.retrieval.index.lancedb_store import LanceStore
 
     ds = beir_dataset("cranfield")
     docs = list(ds.corpus.values())
     queries = list(ds.judged_queries().values())
-    out = {}
-    for name in ("all-MiniLM-L6-v2", ONNX_INT8_MINILM):
-        emb = make_embedder(name).uncached()
-        emb.encode([d.full_text for d in docs[:32]])  # warm-up: load and first-batch costs out of the rate
-        t0 = time.perf_counter()
-        vectors = emb.encode([d.full_text for d in docs])
-        seconds = time.perf_counter() - t0
-        store = LanceStore(tmp_path_factory.mktemp(name), "docs")
-        store.upsert(docs, vectors)
-        run, _ = _run(Retriever(store, emb, "dense"), queries)
-        out[name] = {"docs_per_s": len(docs) / seconds, "seconds": seconds,
-                     "ndcg10": float(evaluate(ds.qrels, run, ["nDCG@10"])["nDCG@10"].mean())}
-    return out, len(docs), len(queries)
+
+    def compute() -> dict:
+        out = {}
+        for name in ("all-MiniLM-L6-v2", ONNX_INT8_MINILM):
+            emb = make_embedder(name).uncached()
+            emb.encode([d.full_text for d in docs[:32]])  # warm-up: load and first-batch costs out of the rate
+            t0 = time.perf_counter()
+            vectors = emb.encode([d.full_text for d in docs])
+            seconds = time.perf_counter() - t0
+            store = LanceStore(tmp_path_factory.mktemp(name), "docs")
+            store.upsert(docs, vectors)
+            run, _ = _run(Retriever(store, emb, "dense"), queries)
+            out[name] = {"docs_per_s": len(docs) / seconds, "seconds": seconds,
+                         "ndcg10": float(evaluate(ds.qrels, run, ["nDCG@10"])["nDCG@10"].mean())}
+        return out
+
+    model_files = [p for p in (embed.packaged_model_path("all-MiniLM-L6-v2"), embed._onnx_int8_file()) if p]
+    key = result_cache.cache_key(files=[harness_config.harness.dataset_path("cranfield"), *model_files, embed.__file__],
+                                 code=inspect.getsource(compute),
+                                 packages=("onnxruntime", "torch", "sentence-transformers", "lancedb"),
+                                 machine=result_cache.machine())
+    out, hit = result_cache.cached(harness_config.harness.cache_dir, "embedder-comparison", key, compute)
+    return out, len(docs), len(queries), hit
 
 
 @pytest.mark.spec("EMB-INT8-NDCG")
 def test_int8_embedder_against_float(embedder_comparison, check, measure):
     from harness.retrieval.embed import ONNX_INT8_MINILM
 
-    out, n_docs, n_queries = embedder_comparison
+    out, n_docs, n_queries, hit = embedder_comparison
     f, q = out["all-MiniLM-L6-v2"], out[ONNX_INT8_MINILM]
+    cache = {"cached": hit} if hit else {}
     for name, r in out.items():
         measure("embedding_docs_per_s", r["docs_per_s"], model=name, dataset="cranfield", docs=n_docs,
-                seconds=r["seconds"], threads="onnxruntime / torch defaults on this machine")
+                seconds=r["seconds"], threads="onnxruntime / torch defaults on this machine", **cache)
         measure("nDCG@10", r["ndcg10"], technique="dense", model=name, dataset="cranfield", n=n_queries)
     check("EMB-INT8-NDCG", abs(q["ndcg10"] - f["ndcg10"]), dataset="cranfield", n=n_queries,
           ndcg10_float=f["ndcg10"], ndcg10_int8=q["ndcg10"], docs_per_s_float=f["docs_per_s"],
           docs_per_s_int8=q["docs_per_s"], speedup=q["docs_per_s"] / f["docs_per_s"],
-          model=f"{ONNX_INT8_MINILM} vs all-MiniLM-L6-v2")
+          model=f"{ONNX_INT8_MINILM} vs all-MiniLM-L6-v2", **cache)
