@@ -44,6 +44,9 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                     help="folder of BEIR-layout datasets for the benchmark tier.")
     group.addoption("--max-queries", action="store", type=int, default=None, metavar="N",
                     help="queries per dataset in LLM-driven benchmarks (default 30; 0 = all).")
+    group.addoption("--machine-benchmarks", action="store_true", default=False,
+                    help="also run the benchmarks that measure the machine rather than a claim (local inference "
+                         "tokens/s at 1/2/4 slots); minutes long, and only meaningful alone on the machine.")
     group.addoption("--fixed-n", action="store_true", default=False,
                     help="decide every comparative claim once, on all its queries, instead of in looks that stop "
                          "as soon as the claim is decided (harness.sequential.enabled: false).")
