@@ -36,12 +36,12 @@ def study(uncached_llm, embedder, harness_config, tmp_path_factory):
     t0 = time.perf_counter()
     summary = run_experiments(KB, out, llm=llm, model=llm.label, log_dir=out / "logs", embedder=embedder,
                               reranker=reranker, db_uri=tmp_path_factory.mktemp("e2e4-db"), overwrite=True,
-                              limit=harness_config.harness.max_queries or None)
+                              limit=harness_config.harness.max_queries or None, concurrency=llm.concurrency)
     wall = time.perf_counter() - t0
     selected = min(total, harness_config.harness.max_queries or total)
     return {"summary": summary, "wall": wall, "rows": {e: load_rows(out / f) for e, f in FILES.items()},
             "selected": selected, "total": total,
-            "model": llm.label, "reranker": reranker.name, "embedder_cache": "off"}
+            "model": llm.label, "reranker": reranker.name, "embedder_cache": "off", "concurrency": llm.concurrency}
 
 
 def _ctx(study, **kw):
