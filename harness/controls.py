@@ -130,14 +130,13 @@ def _hyde_lexical(mp: Any) -> None:
 
 
 # ---------------------------------------------------------------- RAG-Fusion and RRF
-@control("fusion-keeps-duplicates", breaks="multi-query parsing keeps duplicates, echoes and over-long lists")
-def _fusion_dupes(mp: Any) -> None:
-    from harness.techniques import parsing
+@control("fusion-generates-one-query", breaks="multi-query generation yields one generated query beside the "
+                                              "original (what is left of a model that writes one query four times)")
+def _fusion_one_query(mp: Any) -> None:
+    from harness.techniques import fusion
 
-    def parse_lines(text, *, prompt="", exclude=()):
-        return [ln.strip(" -0123456789.\"") for ln in text.splitlines() if ln.strip()]
-
-    replace_everywhere(mp, parsing.parse_lines, parse_lines)
+    orig = fusion.generate_multi_queries
+    replace_everywhere(mp, orig, lambda q, llm, *a, **kw: orig(q, llm, *a, **kw)[:2])
 
 
 @control("rrf-rank-from-0", breaks="RRF counts ranks from 0: 1/(k + 0) for the top hit")
@@ -201,14 +200,19 @@ def _parallel_reorder(mp: Any) -> None:
 
 
 # ---------------------------------------------------------------- CRAG
-@control("crag-evaluator-two-way", breaks="the retrieval evaluator never says AMBIGUOUS (one threshold)")
-def _crag_two_way(mp: Any) -> None:
+@control("crag-aggregates-by-mean", breaks="the retrieval evaluator aggregates the documents' scores by their mean "
+                                           "instead of their max (one relevant document no longer suffices)")
+def _crag_mean(mp: Any) -> None:
     from harness.techniques import crag
 
     def evaluate(self, query, documents):
         scores = self.scorer(query, [d.text for d in documents]) if documents else np.zeros(0)
-        best = float(scores.max()) if len(scores) else 0.0
-        return (crag.CORRECT, best) if best >= 0.5 else (crag.INCORRECT, best)
+        scored = scores[~np.isnan(scores)]
+        self.last_failed = len(scores) - len(scored)
+        if len(scores) and not len(scored):
+            return crag.AMBIGUOUS, float("nan")
+        conf = float(scored.mean()) if len(scored) else 0.0
+        return (crag.CORRECT if conf >= self.upper else crag.INCORRECT if conf <= self.lower else crag.AMBIGUOUS), conf
 
     mp.setattr(crag.RetrievalEvaluator, "evaluate", evaluate)
 
@@ -370,23 +374,15 @@ def _cred_high(mp: Any) -> None:
     replace_everywhere(mp, wsop.credibility_tier, lambda hit: "high")
 
 
-@control("wsop-answer-without-citations", breaks="the answer prompt drops the numbered sources, so the model "
-                                                 "cannot cite them inline")
-def _wsop_no_cite(mp: Any) -> None:
-    from harness.techniques import wsop
+@control("wsop-sources-misnumbered", breaks="the answer prompt numbers its sources from [0] while the list the answer "
+                                            "appends numbers them from [1], so each citation names another source")
+def _wsop_misnumbered(mp: Any) -> None:
+    from harness.techniques import generation
 
-    orig = wsop.WSOPPipeline._answer
+    def numbered_sources(hits, *, max_chars=700):
+        return "\n".join(f"[{i}] {h.text[:max_chars]}" for i, h in enumerate(hits))
 
-    def _answer(self, query, sources, trace):
-        llm = self.llm
-        self.llm = type("NoCite", (), {"complete": lambda _s, prompt, **kw: type(
-            "R", (), {"text": llm.complete(prompt, **kw).text.replace("[", "(").replace("]", ")")})()})()
-        try:
-            return orig(self, query, sources, trace)
-        finally:
-            self.llm = llm
-
-    mp.setattr(wsop.WSOPPipeline, "_answer", _answer)
+    replace_everywhere(mp, generation.numbered_sources, numbered_sources)
 
 
 @control("wsop-same-work-at-every-level", breaks="every complexity level runs the moderate path")

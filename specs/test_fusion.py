@@ -3,9 +3,8 @@ from __future__ import annotations
 
 import pytest
 
-from harness.metrics.text import mean_pairwise_jaccard
 from harness.retrieval.rank_fusion import reciprocal_rank_fusion, rrf_scores
-from harness.techniques.fusion import RAGFusion, generate_multi_queries
+from harness.techniques.fusion import RAGFusion, distinct_generated, generate_multi_queries, query_set_similarity
 from harness.types import Hit, Trace
 
 pytestmark = pytest.mark.unit
@@ -21,7 +20,28 @@ def test_multi_query_parsing_dedupes_and_strips_echoes(scripted_llm):
     qs = generate_multi_queries(Q, scripted_llm({"Generate": ECHOING}, name="mq"), num_queries=4)
     assert qs == [Q, "boundary layer separation on the upper surface", "critical angle of attack lift loss",
                   "stall speed and wing loading", "adverse pressure gradient flow reversal"]
-    assert mean_pairwise_jaccard(qs[1:]) < 0.5
+    assert query_set_similarity(qs) == 0.0, "four generated queries with no word in common"
+
+
+def test_query_set_similarity_hand_computed():
+    """RAGF-001's per-set figure: mean pairwise Jaccard of the generated queries (the original first), 1.0 when
+    fewer than two distinct generated queries differ from the original; duplicates count as pairs of 1."""
+    assert query_set_similarity(["o", "a b c", "c d e", "f g"]) == pytest.approx((1 / 5 + 0 + 0) / 3)
+    assert query_set_similarity(["o", "x y", "x z"]) == pytest.approx(1 / 3)
+    assert query_set_similarity(["o", "a b", "a b", "a c"]) == pytest.approx((1 + 1 / 3 + 1 / 3) / 3)
+    assert query_set_similarity(["o p", "O P", "a b", "a c"]) == pytest.approx((0 + 0 + 1 / 3) / 3)
+    assert query_set_similarity(["o", "a b", "A  b", "a B"]) == 1.0  # one distinct query, repeated
+    assert query_set_similarity(["o p", "o p", "p O", "a b"]) == 1.0  # copies of the original are not generated
+    assert query_set_similarity(["o", "a b"]) == 1.0 and query_set_similarity(["o"]) == 1.0
+    assert [distinct_generated(qs) for qs in (["o"], ["o", "o", "a"], ["o", "a b", "b a", "c"])] == [0, 1, 2]
+
+
+def test_a_model_repeating_one_query_reads_no_diversity(scripted_llm):
+    """A model that writes one query four times leaves one generated query after parsing; its set counts as 1.0
+    in RAGF-001's mean instead of dropping out of it."""
+    qs = generate_multi_queries(Q, scripted_llm({"Generate": "1. stall speed\n2. stall speed\n3. Stall speed.\n"
+                                                              "4. stall speed"}, name="mq-repeat"), num_queries=4)
+    assert qs == [Q, "stall speed"] and query_set_similarity(qs) == 1.0
 
 
 @pytest.mark.spec("RAGF-002")

@@ -5,6 +5,7 @@ from dataclasses import dataclass, field
 from typing import Sequence
 
 from harness.llm.client import LLMClient
+from harness.metrics.text import mean_pairwise_jaccard
 from harness.parallel import ordered_map
 from harness.prompts import load_prompts, render
 from harness.retrieval.rank_fusion import RRF_K, reciprocal_rank_fusion
@@ -23,6 +24,21 @@ def generate_multi_queries(original_query: str, llm: LLMClient, num_queries: int
                             error_event="multi_query_error") or ""
     generated = parse_lines(text, prompt=prompt, exclude=(original_query,))
     return [original_query, *generated[:num_queries]]
+
+
+def distinct_generated(queries: Sequence[str]) -> int:
+    """How many distinct generated queries (`queries[1:]`) differ from the original, as Jaccard's token sets."""
+    if not queries:
+        raise ValueError("a query set holds at least the original query")
+    original = frozenset(queries[0].lower().split())
+    return len({frozenset(q.lower().split()) for q in queries[1:]} - {original})
+
+
+def query_set_similarity(queries: Sequence[str]) -> float:
+    """RAGF-001's per-set figure: mean pairwise Jaccard of `queries[1:]`; 1.0 (no diversity) below 2 distinct."""
+    if distinct_generated(queries) < 2:
+        return 1.0
+    return mean_pairwise_jaccard(list(queries[1:]))
 
 
 @dataclass
