@@ -8,7 +8,7 @@ from typing import Sequence
 
 import numpy as np
 
-from harness.data.trec import read_trec_qrels, read_trec_run
+from harness.data.trec import read_qrels, read_trec_run
 from harness.metrics.registry import evaluate
 from harness.stats.effect import Effect, paired_effect
 
@@ -28,8 +28,9 @@ class RunScores:
 
 
 def score_run(run_path: str | Path, qrels_path: str | Path, measures: Sequence[str] = DEFAULT_MEASURES) -> RunScores:
-    """Every measure for every judged query (a judged query missing from the run scores 0, as `trec_eval -c`)."""
-    qrels = read_trec_qrels(qrels_path)
+    """Every measure for every judged query (a judged query missing from the run scores 0, as `trec_eval -c`);
+    qrels in TREC or BEIR layout."""
+    qrels = read_qrels(qrels_path)
     run = read_trec_run(run_path)
     return RunScores(sorted(qrels), evaluate(qrels, run, measures))
 
