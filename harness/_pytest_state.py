@@ -37,6 +37,7 @@ PROP_RECORD = "harness_record"
 PROP_VERDICT = "harness_verdict"
 PROP_CONTROL = "harness_control"
 PROP_BUDGET = "harness_budget"  # the test was cut short by the run's cost cap
+PROP_FATAL = "harness_fatal"  # the test stopped on a model that cannot be called: an error, never a fail
 CONTROL_KEY = pytest.StashKey[dict]()
 ISOLATED_KEY = pytest.StashKey[dict]()
 

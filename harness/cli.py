@@ -37,6 +37,12 @@ def _run_experiments(args: argparse.Namespace) -> int:
     except ConfigError as exc:
         print(f"rag-harness: {exc}", file=sys.stderr)
         return 2
+    from harness.llm.failures import unknown_model
+
+    problem = None if args.dry_run else unknown_model(args.model)
+    if problem:  # before the embedder loads and the KB is indexed: no call can succeed
+        print(f"rag-harness: --model {args.model}: {problem}", file=sys.stderr)
+        return 2
     if args.estimate_cost:
         return _estimate_experiments(args, config)
     concurrency = args.concurrency or config.harness.llm.concurrency_for(args.model)
@@ -148,6 +154,10 @@ def _techniques(args: argparse.Namespace) -> int:
     from harness.config import ConfigError, load_config
     from harness.techniques.registry import describe_params, get_technique, technique_names, technique_params
 
+    import os
+
+    if args.plugin and os.getcwd() not in sys.path and "" not in sys.path:
+        sys.path.insert(0, os.getcwd())  # a module in the current folder, as `python -m` would find it
     try:
         for mod in args.plugin:
             importlib.import_module(mod)
@@ -169,6 +179,19 @@ def _techniques(args: argparse.Namespace) -> int:
     return 0
 
 
+def _at_least(low: float, kind: type = int):
+    """An argparse type: a number of `kind` no smaller than `low` (NaN refused)."""
+    def parse(text: str):
+        try:
+            value = kind(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
+        if not value >= low:
+            raise argparse.ArgumentTypeError(f"must be at least {low}, got {text}")
+        return value
+    return parse
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="rag-harness", description=__doc__)
     sub = ap.add_subparsers(dest="cmd", required=True)
@@ -187,8 +210,8 @@ def main(argv: list[str] | None = None) -> int:
     run.add_argument("--model", default="local/smollm2-135m-instruct", help="litellm model string or local/<alias>")
     run.add_argument("--dry-run", action="store_true", help="scripted model, weight-free embedder, no network")
     run.add_argument("--overwrite", action="store_true", help="reprocess every query (and re-index)")
-    run.add_argument("--limit", type=int, default=None, help="only N queries: the first of each query type in turn")
-    run.add_argument("--concurrency", type=int, default=None,
+    run.add_argument("--limit", type=_at_least(1), default=None, help="only N queries: the first of each query type in turn")
+    run.add_argument("--concurrency", type=_at_least(1), default=None,
                      help="(query, experiment) tasks in flight (default: harness.llm.concurrency: 8 for API models, "
                           "1 for local/*)")
     run.add_argument("--config", default=None, help="wsop.yaml-style configuration (default: ./wsop.yaml if present): "
@@ -196,7 +219,7 @@ def main(argv: list[str] | None = None) -> int:
     run.add_argument("--estimate-cost", action="store_true",
                      help="print the expected calls, tokens and dollars per experiment for --model, making no call "
                           "(a dry run through a stand-in; prices from harness.llm.prices or litellm's bundled map)")
-    run.add_argument("--max-cost", type=float, default=None, metavar="USD",
+    run.add_argument("--max-cost", type=_at_least(0.0, float), default=None, metavar="USD",
                      help="cap on the run's spend: no call starts once spent + in flight would pass it; the run "
                           "stops with exit code 3 and resumes where it stopped (default: harness.llm.max_cost_usd)")
     run.add_argument("--progress", action="store_true",
@@ -207,7 +230,8 @@ def main(argv: list[str] | None = None) -> int:
     tech.add_argument("--config", default=None, help="show the values this configuration file gives them")
     ev = sub.add_parser("eval", help="score a TREC run file against qrels (optionally paired with a baseline run)")
     ev.add_argument("run", help="TREC run file: qid Q0 docid rank score tag")
-    ev.add_argument("qrels", help="TREC qrels file: qid iter docid rel")
+    ev.add_argument("qrels", help="qrels file: TREC (qid iter docid rel) or BEIR's qrels/<split>.tsv "
+                                  "(query-id corpus-id score)")
     ev.add_argument("-m", "--measure", action="append",
                     help="e.g. nDCG@10, or a trec_eval name (map, P_10, bpref, iprec_at_recall_0.20) or set "
                          "(official, all_trec); repeatable; default: nDCG@10, Recall@10, Recall@100, MRR@10, MAP@100")

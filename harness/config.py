@@ -186,7 +186,7 @@ class HarnessSettings(_Strict):
     embedder: str = "all-MiniLM-L6-v2-onnx-int8"  # EMB-INT8-NDCG: within 0.005 nDCG@10 of the float model
     reranker: str = "maxsim-minilm"
     seed: int = 13
-    max_queries: int = 30  # --max-queries: queries per study, judge agreement items too (0 = all)
+    max_queries: int = Field(default=30, ge=0)  # --max-queries: queries per study, judge agreement items too (0 = all)
     datasets: DatasetSettings = Field(default_factory=DatasetSettings)
     web_search_url: str | None = None  # a SearXNG instance: CRAG and WSOP search it instead of a local collection
     llm: LLMSettings = Field(default_factory=LLMSettings)
@@ -243,6 +243,10 @@ def load_config(path: str | Path | None = None, **overrides: Any) -> HarnessConf
             data = yaml.safe_load(p.read_text(encoding="utf-8")) or {}
         except yaml.YAMLError as exc:
             raise ConfigError(f"{p}: invalid YAML: {exc}") from None
+        except OSError as exc:
+            raise ConfigError(f"{p.absolute()}: cannot read the configuration file: {exc.strerror or exc}") from None
+        if not isinstance(data, dict):
+            raise ConfigError(f"{p}: expected a mapping at the top level, got {type(data).__name__}")
     for dotted, value in overrides.items():
         if value is None:
             continue

@@ -93,7 +93,8 @@ def check(request: pytest.FixtureRequest) -> Callable[..., Any]:
             if effect is None:
                 raise TypeError(f"{s.id} is decided by its {s.decision.describe()}: pass an Effect "
                                 "(harness.stats.paired_effect or proportion_effect), not a bare number")
-            v = decide(effect, s.comparator, s.threshold, s.decision, fallback_rate=context.get("fallback_rate"))
+            v = decide(effect, s.comparator, s.threshold, s.decision, fallback_rate=context.get("fallback_rate"),
+                       error_rate=context.get("error_rate"))
             record.update(value=effect.estimate, verdict=v.verdict, effect=effect.as_context(),
                           decided=v.as_context())
         else:
@@ -130,8 +131,8 @@ def check(request: pytest.FixtureRequest) -> Callable[..., Any]:
         head = f"{s.id} ({s.title}): measured {s.metric} = {shown}, required {s.comparator} {s.threshold!r}{extra}"
         if verdict == "inconclusive":
             raise SpecInconclusive(f"inconclusive (--strict-verdicts): {head}; {record['decided']['reason']}")
-        if verdict == "refuted":
-            raise SpecCheckFailed(f"refuted: {head}; {record['decided']['reason']}")
+        if verdict in ("refuted", "error"):
+            raise SpecCheckFailed(f"{verdict}: {head}; {record['decided']['reason']}")
         raise SpecCheckFailed(head)
 
     return _check
@@ -171,7 +172,8 @@ def check_sequential(request: pytest.FixtureRequest, check: Callable[..., Any]) 
             return effect
 
         outcome = run_sequential(design, effect_at, lambda e: decide(e, s.comparator, s.threshold, s.decision,
-                                                                     fallback_rate=last.get("fallback_rate")),
+                                                                     fallback_rate=last.get("fallback_rate"),
+                                                                     error_rate=last.get("error_rate")),
                                  available=context.get("available"))
         seq = outcome.as_context()
         extra = final(outcome.queries_used) if final is not None else {}

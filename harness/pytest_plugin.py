@@ -15,8 +15,8 @@ import pytest
 from harness.catalogue import CatalogueError, Spec, load_catalogue
 from harness.config import ConfigError, load_config
 from harness._pytest_state import (  # noqa: F401 - SpecCheckFailed / SpecInconclusive re-exported
-    CATALOGUE_KEY, COLLECTOR_KEY, CONFIG_KEY, CONTROL_KEY, ISOLATED_KEY, PROP_BUDGET, PROP_CONTROL, PROP_RECORD,
-    PROP_SPECS, PROP_VERDICT, RESULTS_KEY, SPEND_KEY, SpecCheckFailed, SpecInconclusive, catalogue_of, estimating,
+    CATALOGUE_KEY, COLLECTOR_KEY, CONFIG_KEY, CONTROL_KEY, ISOLATED_KEY, PROP_BUDGET, PROP_CONTROL, PROP_FATAL,
+    PROP_RECORD, PROP_SPECS, PROP_VERDICT, RESULTS_KEY, SPEND_KEY, SpecCheckFailed, SpecInconclusive, catalogue_of, estimating,
     harness_config_of, spend_of, tiers_of as _tiers,
 )
 from harness.fixtures import *  # noqa: F401,F403  (fixtures are registered by being in this namespace)
@@ -82,6 +82,9 @@ def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "benchmark: real data and live/local models; writes the report.")
     config.addinivalue_line("markers", "spec(*ids): bind a test to catalogue spec ids; the test is parametrised over them.")
 
+    from harness._pytest_options import check_models, check_options
+
+    check_options(config)
     rootpath = config.rootpath
     paths = config.getoption("spec_file") or [str(rootpath / p) for p in config.getini("spec_files")]
     try:
@@ -90,7 +93,7 @@ def pytest_configure(config: pytest.Config) -> None:
         raise pytest.UsageError(f"rag-harness: invalid spec catalogue: {exc}") from None
 
     cfg_path = config.getoption("harness_config") or config.getini("harness_config") or None
-    if cfg_path and not Path(cfg_path).is_absolute():
+    if cfg_path and not Path(cfg_path).is_absolute():  # the ini's path (the command line's is absolute by now)
         cfg_path = str(rootpath / cfg_path)
     overrides: dict[str, Any] = {
         "harness.llm.model": config.getoption("llm"),
@@ -107,6 +110,9 @@ def pytest_configure(config: pytest.Config) -> None:
         hc = load_config(cfg_path, **overrides)
     except ConfigError as exc:
         raise pytest.UsageError(f"rag-harness: {exc}") from None
+    check_models([("--llm" if config.getoption("llm") else "harness.llm.model", hc.harness.llm.model)]
+                 + [("--judge" if config.getoption("judge") else "harness.judge.models", m)
+                    for m in hc.harness.judge.models])
     if config.getoption("under_control"):
         # a control must reach the code it breaks: HyDE's cache of generated documents would answer around it
         hc.wsop.hyde.cache_ttl = 0
@@ -189,6 +195,9 @@ def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config
             "rag-harness: tests without exactly one tier marker (unit/integration/benchmark):\n  "
             + "\n  ".join(untiered)
         )
+    from harness._pytest_options import check_collected
+
+    check_collected(config, [s for s in (_bound_spec(i) for i in items) if s is not None])
     mode = config.getoption("spec_coverage")
     whole_suite = config.args_source is not pytest.Config.ArgsSource.ARGS
     if mode == "strict" or (mode == "auto" and whole_suite and len(cat)):
@@ -315,8 +324,10 @@ def pytest_collection_finish(session: pytest.Session) -> None:
     """`--under-control NAME`: the whole session runs under the negative control (and so do its subprocesses)."""
     name = session.config.getoption("under_control", None)
     if name:
-        from harness.controls import ENV, get_control
+        from harness.controls import CONTROLS, ENV, get_control
 
+        if name not in CONTROLS:  # a usage error from pytest_collection_modifyitems is on its way
+            return
         mp = pytest.MonkeyPatch()
         mp.setenv(ENV, name)
         get_control(name).apply(mp)
@@ -359,9 +370,17 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):
         state["exc"] = "assertion" if failed_check else call.excinfo.typename
     report = yield
     if call.excinfo is not None and report.failed and call.when in ("setup", "call"):
+        from harness.llm.failures import FatalModelError
         from harness.llm.spend import BudgetExhausted
 
-        if _caused_by(call.excinfo.value, BudgetExhausted):
+        fatal = _cause(call.excinfo.value, FatalModelError)
+        if fatal is not None:
+            # every later call would fail alike: litellm's error once, here, and the session stops after this test
+            report.longrepr = f"rag-harness: the model cannot be called, so the run stops: {fatal}"
+            report.user_properties.append((PROP_FATAL, fatal.kind))
+            item.session.shouldstop = (f"rag-harness: stopped at the first failed model call ({fatal.model}: "
+                                       f"{fatal.kind}); the error is above")
+        elif _caused_by(call.excinfo.value, BudgetExhausted):
             # cut short by the cost cap: neither pass nor fail, the claim reads `budget`
             report.outcome = "skipped"
             report.longrepr = (str(item.path), item.location[1] or 0, f"budget: {call.excinfo.value}")
@@ -375,13 +394,18 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):
 
 
 def _caused_by(exc: BaseException | None, kind: type) -> bool:
+    return _cause(exc, kind) is not None
+
+
+def _cause(exc: BaseException | None, kind: type) -> Any:
+    """The first exception of `kind` in `exc`'s chain of causes, or None."""
     seen: set[int] = set()
     while exc is not None and id(exc) not in seen:
         if isinstance(exc, kind):
-            return True
+            return exc
         seen.add(id(exc))
         exc = exc.__cause__ or exc.__context__
-    return False
+    return None
 
 
 # ---------------------------------------------------------------- collection of results and reports
@@ -392,7 +416,8 @@ class _ReportHooks:
         self.config = config
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
-        self.config.stash[COLLECTOR_KEY].add_report(report, PROP_SPECS, PROP_RECORD, PROP_CONTROL, PROP_BUDGET)
+        self.config.stash[COLLECTOR_KEY].add_report(report, PROP_SPECS, PROP_RECORD, PROP_CONTROL, PROP_BUDGET,
+                                                    PROP_FATAL)
 
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:
         from harness.report.terminal import inconclusive_lines, summary_lines
@@ -412,11 +437,11 @@ class _ReportHooks:
             for line in lines:
                 terminalreporter.write_line(line)
         if self.config.getoption("negative_controls"):
-            from harness.report.terminal import control_lines
+            from harness.report.terminal import FAILS_THE_RUN, control_lines
 
             terminalreporter.section("rag-harness: negative controls")
             for line in control_lines(results["specs"]):
-                terminalreporter.write_line(line)
+                terminalreporter.write_line(line, red=line.startswith(FAILS_THE_RUN))
         from harness.report.spend import spend_lines
 
         if estimating(self.config):

@@ -13,7 +13,7 @@ from typing import Any, Sequence
 
 from harness.data.experiment import ExperimentInputs, QueryInput, first_of_each_type, load_experiment_inputs
 from harness.retrieval.index.lancedb_store import LanceStore
-from harness.llm.client import LLMClient, LLMError
+from harness.llm.client import FatalModelError, LLMClient, LLMError
 from harness.llm.spend import BudgetExhausted
 from harness.parallel import ordered_map
 from harness.progress import progress
@@ -208,6 +208,13 @@ def run_experiments(kb_dir: str | Path, out_dir: str | Path, *, experiments: Seq
             with lock:
                 budget.append(err)
                 summary.not_started += 1
+            return
+        except FatalModelError as err:  # the model cannot be called at all: every later call would fail alike
+            with lock:
+                first = not halted
+                halted.append(RunHalted(f"the model cannot be called: {err}"))
+            if first:  # the tasks already in flight fail alike: the cause is logged once
+                log.critical("%s %s: %s", name, q.query_id, err)
             return
         except LLMError as err:
             if _critical(err):

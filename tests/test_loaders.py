@@ -70,6 +70,52 @@ def test_trec_roundtrip_and_errors(tmp_path: Path):
     assert read_trec_qrels(tmp_path / "qrels.txt", strict=False) == {"q1": {"d1": 1}}
 
 
+@pytest.mark.parametrize("corpus, queries, qrels, message", [
+    ([], GOOD_QUERIES, ["q1\td1\t1"], "corpus.jsonl: no documents"),
+    (["{broken"], GOOD_QUERIES, [], "corpus.jsonl: no documents"),  # every line skipped (strict=False below)
+    (GOOD_CORPUS, [], [], "queries.jsonl: no queries"),
+    (GOOD_CORPUS, GOOD_QUERIES, [], "test.tsv: no relevance judgements"),
+    (GOOD_CORPUS, GOOD_QUERIES, ["q1\td1\t0"], "test.tsv: no relevance judgements"),
+])
+def test_empty_beir_files_are_errors_naming_the_file(tmp_path: Path, corpus, queries, qrels, message):
+    root = _beir(tmp_path, corpus, queries, qrels)
+    with pytest.raises(DataError, match=message):
+        load_beir(root, strict=False)
+
+
+def test_empty_qa_and_mcq_sets_are_errors_naming_the_file(tmp_path: Path):
+    from harness.data.qa import load_mcq, load_qa
+
+    (tmp_path / "queries.jsonl").write_text("")
+    for load in (load_qa, load_mcq):
+        with pytest.raises(DataError, match="queries.jsonl: no questions"):
+            load(tmp_path)
+    (tmp_path / "queries.jsonl").write_text('{"_id": "q1", "text": "Who?", "answers": ["Ada"]}\n')
+    (tmp_path / "corpus.jsonl").write_text("\n")
+    with pytest.raises(DataError, match="corpus.jsonl: no documents"):
+        load_qa(tmp_path)
+
+
+def test_run_files_refuse_non_finite_scores_and_emptiness(tmp_path: Path):
+    (tmp_path / "run.txt").write_text("q1 Q0 d1 1 inf t\nq1 Q0 d2 2 1.0 t\n")
+    with pytest.raises(DataError, match=r"run.txt:1: field 'score': not a finite number: 'inf'"):
+        read_trec_run(tmp_path / "run.txt")
+    assert read_trec_run(tmp_path / "run.txt", strict=False) == {"q1": {"d2": 1.0}}
+    (tmp_path / "empty.txt").write_text("\n")
+    with pytest.raises(DataError, match="empty.txt: no ranked documents"):
+        read_trec_run(tmp_path / "empty.txt")
+
+
+def test_qrels_in_either_layout(tmp_path: Path):
+    from harness.data import read_qrels
+
+    (tmp_path / "trec.qrels").write_text("q1 0 d1 2\nq1 0 d2 0\n")
+    (tmp_path / "beir.tsv").write_text("query-id\tcorpus-id\tscore\nq1\td1\t2\nq1\td2\t0\n")
+    (tmp_path / "bare.tsv").write_text("q1\td1\t2\n")
+    for name in ("trec.qrels", "beir.tsv", "bare.tsv"):
+        assert read_qrels(tmp_path / name) == {"q1": {"d1": 2}}, name
+
+
 def _kb(tmp_path: Path, queries: list[dict]) -> Path:
     (tmp_path / "returns.md").write_text("# Returns\n\n## Return Window\nWithin 30 days of delivery.\n")
     (tmp_path / "README.md").write_text("not a page")

@@ -340,7 +340,8 @@ def test_negative_controls_as_a_user_runs_them(project: pytest.Pytester):
     result.assert_outcomes(passed=3)  # the real runs pass...
     assert result.ret != 0  # ...but a check that survives its control fails the session
     result.stdout.fnmatch_lines(["*negative controls*", "*CTL-002: survived*demo-sum-off-by-one (add returns a + b + 1)*",
-                                 "controls: 1 killed, 1 property, 1 survived"])
+                                 "controls: 1 killed, 1 property, 1 survived",
+                                 "the run fails (exit 1) on its negative controls: 1 survived (a check that still*"])
     rows = _rows(project)
     assert rows["CTL-001"]["control"]["outcome"] == "killed" and rows["CTL-001"]["verdict"] == "pass"
     assert rows["CTL-002"]["control"]["outcome"] == "survived"

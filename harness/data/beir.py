@@ -3,10 +3,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Sized, TypeVar
 
 from harness.data.errors import DataError
 from harness.data.jsonl import SkipLog, iter_jsonl, require_str
 from harness.types import Document, Query
+
+_T = TypeVar("_T", bound=Sized)
 
 
 @dataclass
@@ -98,7 +101,15 @@ def load_beir(root: str | Path, split: str = "test", *, strict: bool = True) -> 
         if not (root / name).exists():
             raise DataError(root / name, None, None, "file not found (expected BEIR layout)")
     skips = SkipLog()
-    corpus = load_corpus(root / "corpus.jsonl", skips, strict)
-    queries = load_queries(root / "queries.jsonl", skips, strict)
-    qrels = load_qrels_tsv(root / "qrels" / f"{split}.tsv", skips, strict, corpus=corpus, queries=queries)
+    corpus = nonempty(load_corpus(root / "corpus.jsonl", skips, strict), root / "corpus.jsonl", "documents")
+    queries = nonempty(load_queries(root / "queries.jsonl", skips, strict), root / "queries.jsonl", "queries")
+    qrels = nonempty(load_qrels_tsv(root / "qrels" / f"{split}.tsv", skips, strict, corpus=corpus, queries=queries),
+                     root / "qrels" / f"{split}.tsv", "relevance judgements (grade above 0)")
     return BeirDataset(root.name, corpus, queries, qrels, skips)
+
+
+def nonempty(items: _T, path: Path, what: str) -> _T:
+    """`items`, or a DataError naming the file when it holds none (nothing could be measured on it)."""
+    if not items:
+        raise DataError(path, None, None, f"no {what}: the file is empty or every line was skipped")
+    return items

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
-from harness.data.beir import load_corpus, load_qrels_tsv
+from harness.data.beir import load_corpus, load_qrels_tsv, nonempty
 from harness.data.errors import DataError
 from harness.data.jsonl import SkipLog, iter_jsonl, require_str
 from harness.types import Document
@@ -109,7 +109,7 @@ def _read_items(path: Path, strict: bool, parse: Callable[[dict[str, Any], str, 
             continue
         seen.add(qid)
         items.append(item)
-    return items, skips
+    return nonempty(items, path, "questions"), skips
 
 
 def load_qa(root: str | Path, split: str = "test", *, strict: bool = True) -> QADataset:
@@ -133,7 +133,7 @@ def load_qa(root: str | Path, split: str = "test", *, strict: bool = True) -> QA
     corpus: dict[str, Document] = {}
     qrels: dict[str, dict[str, int]] = {}
     if (root / "corpus.jsonl").is_file():
-        corpus = load_corpus(root / "corpus.jsonl", skips, strict)
+        corpus = nonempty(load_corpus(root / "corpus.jsonl", skips, strict), root / "corpus.jsonl", "documents")
         qpath = root / "qrels" / f"{split}.tsv"
         if qpath.is_file():
             qrels = load_qrels_tsv(qpath, skips, strict, corpus=corpus)

@@ -1,6 +1,7 @@
-"""TREC run and qrels files (whitespace-separated, as trec_eval reads them)."""
+"""TREC run and qrels files (whitespace-separated, as trec_eval reads them); BEIR's qrels TSV is read too."""
 from __future__ import annotations
 
+import math
 from pathlib import Path
 from typing import Mapping
 
@@ -37,7 +38,29 @@ def read_trec_qrels(path: str | Path, *, strict: bool = True, skips: SkipLog | N
             skips.handle(DataError(path, n, "docid", f"duplicate judgement for ({qid!r}, {did!r})"), strict)
             continue
         out.setdefault(qid, {})[did] = grade
-    return out
+    return _judged(path, out)
+
+
+def _judged(path: Path, qrels: dict[str, dict[str, int]]) -> dict[str, dict[str, int]]:
+    """Qrels with at least one relevant document: nothing to score a run against is an error, not a 0."""
+    if not any(g > 0 for docs in qrels.values() for g in docs.values()):
+        raise DataError(path, None, None, "no relevance judgements (the file is empty, or no grade is above 0): "
+                                          "there is nothing to score a run against")
+    return qrels
+
+
+def read_qrels(path: str | Path, *, strict: bool = True, skips: SkipLog | None = None) -> dict[str, dict[str, int]]:
+    """Qrels in either layout: TREC (`qid iter docid rel`) or BEIR's TSV (`query-id corpus-id score`, with or
+    without its header line), told apart by the first line."""
+    from harness.data.beir import load_qrels_tsv
+
+    path, skips = Path(path), skips or SkipLog()
+    with path.open(encoding="utf-8") as fh:
+        first = next((line for line in fh if line.strip()), "")
+    parts = first.rstrip("\r\n").split("\t")
+    if len(parts) == 3 or parts[0].strip().lower() in ("query-id", "query_id", "qid"):
+        return _judged(path, load_qrels_tsv(path, skips, strict))
+    return read_trec_qrels(path, strict=strict, skips=skips)
 
 
 def read_trec_run(path: str | Path, *, strict: bool = True, skips: SkipLog | None = None) -> dict[str, dict[str, float]]:
@@ -50,10 +73,15 @@ def read_trec_run(path: str | Path, *, strict: bool = True, skips: SkipLog | Non
         except ValueError:
             skips.handle(DataError(path, n, "score", f"not a number: {score!r}"), strict)
             continue
+        if not math.isfinite(value):  # nan and inf have no place in a ranking
+            skips.handle(DataError(path, n, "score", f"not a finite number: {score!r}"), strict)
+            continue
         if did in out.get(qid, {}):
             skips.handle(DataError(path, n, "docid", f"duplicate document {did!r} for query {qid!r}"), strict)
             continue
         out.setdefault(qid, {})[did] = value
+    if not out:
+        raise DataError(path, None, None, "no ranked documents (the run is empty): there is nothing to score")
     return out
 
 

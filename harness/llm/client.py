@@ -16,6 +16,7 @@ from pydantic import BaseModel, ValidationError
 from harness.llm._litellm import litellm
 from harness.config import LLMSettings, ModelPrice
 from harness.llm.cache import ResponseCache, cache_key
+from harness.llm.failures import FatalModelError, fatal_error, fatal_kind
 from harness.llm.limits import AdaptiveLimit, RateWindow
 from harness.llm.meter import METER
 from harness.llm.spend import BudgetExhausted, Spend
@@ -23,6 +24,8 @@ from harness.parallel import ordered_map
 from harness.types import Trace
 
 T = TypeVar("T", bound=BaseModel)
+__all__ = ["LLMClient", "LLMError", "LLMResult", "FatalModelError", "ReplayMiss", "StructuredOutputError",
+           "extract_json", "litellm_price"]
 Messages = list[dict[str, str]]
 
 
@@ -183,6 +186,7 @@ class LLMClient:
         self._lock = threading.Lock()
         self.stats = ClientStats()
         self._answered = 0  # calls answered (with stats.completion_tokens: the mean answer length, for reservations)
+        self._fatal: list[FatalModelError] = []  # shared with copies: once the model cannot be called, no call starts
         if spend is not None and spend.max_usd is not None and self.unit_price() is None:
             raise ValueError(f"{self.label}: cannot cap the run's cost at ${spend.max_usd}: no price is known for "
                              "this model (declare one under harness.llm.prices)")
@@ -214,7 +218,9 @@ class LLMClient:
                                   max_rate_limit_retries=self.max_rate_limit_retries, price=self.price,
                                   spend=self.spend, role=self.role)
         kw.update(overrides)
-        return LLMClient(self.model, **kw)
+        twin = LLMClient(self.model, **kw)
+        twin._fatal = self._fatal
+        return twin
 
     def with_cache(self, cache: ResponseCache | None) -> "LLMClient":
         """The same model and settings with another response cache (None: uncached) and fresh stats."""
@@ -310,6 +316,8 @@ class LLMClient:
         prompt_estimate = sum(len(str(m.get("content", ""))) for m in msgs) / 4
         max_tokens = params.get("max_tokens", 256)
         estimate = prompt_estimate + max_tokens
+        if self._fatal:
+            raise self._fatal[0].again()
         while attempt < self.max_attempts:
             attempt += 1
             self.limit.acquire()
@@ -336,6 +344,10 @@ class LLMClient:
                         "`bash scripts/record-cassettes.sh` (needs `pip install -e '.[local]'`).") from exc
                 retry, status = _retryable(exc)
                 last = exc
+                kind = fatal_kind(exc)
+                # an unreachable server that has answered before may be a blip: retried; anything else is fatal now
+                if kind is not None and not (kind == "unreachable" and self._answered and retry):
+                    raise self._trip(exc, kind) from exc
                 if status == 429 or isinstance(exc, ll.RateLimitError):
                     # the whole client slows down; this call waits for Retry-After and does not use an attempt
                     self.limit.rate_limited(_retry_after(exc) or self.backoff_s)
@@ -375,10 +387,20 @@ class LLMClient:
             if self._tpm is not None:  # what the call used beyond the estimate taken up front
                 self._tpm.add(max(0.0, result.prompt_tokens + result.completion_tokens - estimate))
             return result
+        if last is not None and fatal_kind(last) == "unreachable":
+            raise self._trip(last, "unreachable") from last
         with self._lock:
             self.stats.failures += 1
         raise LLMError(f"{self.label}: failed after {self.max_attempts} attempts: {type(last).__name__}: {last}",
                        attempts=self.max_attempts, status_code=status)
+
+    def _trip(self, exc: BaseException, kind: str) -> FatalModelError:
+        """The model cannot be called: remember it (this client and its copies start no further call)."""
+        with self._lock:
+            self.stats.failures += 1
+            if not self._fatal:
+                self._fatal.append(fatal_error(self.label, exc, kind))
+            return self._fatal[0].again()
 
     def _result(self, resp: Any, latency: float, attempt: int) -> LLMResult:
         text = resp.choices[0].message.content or ""

@@ -1,6 +1,7 @@
 """A simulated OpenAI-compatible API on loopback, for measuring how the harness behaves against a live model:
 configurable latency, a requests-per-minute limit (429 with Retry-After), a rate of 500s and token counts,
-deterministic answers. It records every request (arrival time, status, billed tokens).
+deterministic answers, and with `api_key` set a 401 for any request that does not bear it. It records every
+request (arrival time, status, billed tokens).
 
     with SimulatedAPI(responder, latency_s=0.3, rpm=60, error_rate=0.05) as api:
         llm = LLMClient("openai/sim", api_base=api.api_base, api_key="sk-sim")
@@ -47,7 +48,8 @@ class SimulatedLog:
 class SimulatedAPI:
     def __init__(self, responder: Responder, *, latency_s: float = 0.3, rpm: int | None = None,
                  error_rate: float = 0.0, seed: int = 0, retry_after_s: float | None = None,
-                 window_s: float = 60.0):
+                 window_s: float = 60.0, api_key: str | None = None):
+        self.api_key = api_key
         self.responder, self.latency_s, self.rpm, self.error_rate = responder, latency_s, rpm, error_rate
         self.retry_after_s, self.window_s = retry_after_s, window_s
         self.log = SimulatedLog()
@@ -76,7 +78,7 @@ class SimulatedAPI:
 
             def do_POST(self) -> None:  # noqa: N802 - http.server's naming
                 body = json.loads(self.rfile.read(int(self.headers.get("Content-Length", 0))) or b"{}")
-                status, headers, payload = api._handle(body)
+                status, headers, payload = api._reject(self.headers.get("Authorization")) or api._handle(body)
                 data = json.dumps(payload).encode()
                 self.send_response(status)
                 self.send_header("Content-Type", "application/json")
@@ -104,6 +106,16 @@ class SimulatedAPI:
         self.stop()
 
     # ------------------------------------------------------------------ behaviour
+    def _reject(self, authorization: str | None) -> tuple[int, dict[str, str], dict[str, Any]] | None:
+        """A 401 as OpenAI words it, when a key is required and the request's is not it."""
+        if self.api_key is None or authorization == f"Bearer {self.api_key}":
+            return None
+        with self._lock:
+            self.log.arrivals.append(time.monotonic())
+            self.log.statuses[401] += 1
+        return 401, {}, {"error": {"message": "Incorrect API key provided (simulated).", "type": "invalid_request_error",
+                                   "code": "invalid_api_key"}}
+
     def _handle(self, body: dict[str, Any]) -> tuple[int, dict[str, str], dict[str, Any]]:
         now = time.monotonic()
         with self._lock:

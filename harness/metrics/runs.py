@@ -8,7 +8,7 @@ from typing import Sequence
 
 import numpy as np
 
-from harness.data.trec import read_trec_qrels, read_trec_run
+from harness.data.trec import read_qrels, read_trec_run
 from harness.metrics.ranking import order_run
 from harness.metrics.registry import aggregates, evaluate, summarize
 from harness.stats.effect import Effect, paired_effect
@@ -35,10 +35,12 @@ class RunScores:
         return {m: summarize(v, self.aggregate.get(m, "mean")) for m, v in self.per_query.items()}
 
 
+
 def score_run(run_path: str | Path, qrels_path: str | Path, measures: Sequence[str] = DEFAULT_MEASURES, *,
               relevance_level: int = 1, max_docs: int | None = None) -> RunScores:
-    """Every measure for every judged query (missing from the run: 0, as `trec_eval -c`); -l and -M as trec_eval's."""
-    qrels = read_trec_qrels(qrels_path)
+    """Every measure for every judged query (missing from the run: 0, as `trec_eval -c`); -l and -M as trec_eval's;
+    qrels in TREC or BEIR layout."""
+    qrels = read_qrels(qrels_path)
     run = read_trec_run(run_path)
     if max_docs is not None:
         if max_docs < 0:

@@ -41,7 +41,7 @@ class Collector:
     _seen: set[tuple[str, str]] = field(default_factory=set)
 
     def add_report(self, report: Any, prop_specs: str, prop_record: str, prop_control: str = "",
-                   prop_budget: str = "") -> None:
+                   prop_budget: str = "", prop_fatal: str = "") -> None:
         nodeid = report.nodeid
         for name, value in report.user_properties:
             if name == prop_record and (nodeid, value) not in self._seen:
@@ -58,6 +58,8 @@ class Collector:
         entry["duration_s"] += float(getattr(report, "duration", 0.0) or 0.0)
         cut_by_budget = bool(prop_budget) and any(n == prop_budget for n, _ in report.user_properties)
         outcome = "budget" if cut_by_budget else _outcome(report)
+        if outcome == "failed" and prop_fatal and any(n == prop_fatal for n, _ in report.user_properties):
+            outcome = "error"  # the model could not be called: the test broke before it could decide anything
         if outcome != "passed" or report.when == "call":
             if entry["outcome"] in ("passed",) or outcome in ("failed", "error"):
                 entry["outcome"] = outcome

@@ -99,7 +99,7 @@ def _latency_charts(measures: Iterable[dict[str, Any]]) -> str:
     return _bars(sorted(items), title="latency ratios", ref=1.0) if items else ""
 
 
-_VERDICT_COLOUR = {"supported": "#2e8b57", "refuted": "#c0392b", "inconclusive": "#c99700"}
+_VERDICT_COLOUR = {"supported": "#2e8b57", "refuted": "#c0392b", "inconclusive": "#c99700", "error": "#7a3b00"}
 
 
 def _rates(r: dict[str, Any]) -> str:
@@ -366,7 +366,9 @@ def render_html(results: dict[str, Any]) -> str:
         '<p class=muted>Comparative claims read <b>supported</b> (the whole interval satisfies the claim, or the '
         "declared test is significant after Holm), <b>refuted</b> (the whole interval violates it) or "
         "<b>inconclusive</b> (the data cannot tell; queries needed says how many would). Other claims read pass/fail "
-        "on their value. <b>budget</b>: the run's cost cap cut the claim short, so it has no verdict.</p>",
+        "on their value. <b>budget</b>: the run's cost cap cut the claim short, so it has no verdict. "
+        "<b>error</b>: the test broke before deciding, or the arms' model calls failed on more than 10% of "
+        "queries (what was measured is the failure).</p>",
         _spec_table(specs),
     ]
     forest = forest_plot(specs)

@@ -1,9 +1,10 @@
 """Per-spec verdicts: one row per catalogue id, with one entry per dataset it was measured on.
 
 Vocabulary (the same in the terminal, results.json, HTML and JUnit properties):
-- comparative specs (`decision: ci | test`): supported / refuted / inconclusive, per dataset; the spec's
-  overall verdict is refuted if any dataset refutes it, supported if every dataset supports it, else
-  inconclusive; `overall` says which datasets support, refute or cannot tell;
+- comparative specs (`decision: ci | test`): supported / refuted / inconclusive, or error when the arms'
+  model calls failed on more than 10% of queries, per dataset; the spec's overall verdict is refuted if any
+  dataset refutes it, else error if any errs, supported if every dataset supports it, else inconclusive;
+  `overall` says which datasets support, refute or cannot tell;
 - estimate specs: pass / fail;
 - either: error (the test broke before deciding), skipped (with its reason), xfail, not run.
 
@@ -80,8 +81,9 @@ def _holm(rows: list[dict[str, Any]], catalogue: Catalogue, alpha: float = 0.05)
         if spec.decision.rule == "test":
             eff = effect_from_record(e["_record"])
             if eff is not None:
+                ctx = e["_record"].get("context", {})
                 v = decide(eff, spec.comparator, spec.threshold, spec.decision, p_value=adj,
-                           fallback_rate=e["_record"].get("context", {}).get("fallback_rate"))
+                           fallback_rate=ctx.get("fallback_rate"), error_rate=ctx.get("error_rate"))
                 e.update(verdict=v.verdict, reason=v.reason, queries_needed=v.queries_needed, mde=v.mde,
                          untestable=v.untestable)
 
@@ -100,6 +102,8 @@ def _overall(spec: Spec, entries: list[dict[str, Any]]) -> tuple[str, str]:
     text = "; ".join(f"{k} on {', '.join(v)}" for k, v in sorted(by.items()))
     if "refuted" in verdicts:
         return "refuted", text
+    if "error" in verdicts:  # the arms' calls failed: no verdict on that dataset, and none for the claim
+        return "error", text
     if all(v == "supported" for v in verdicts):
         return "supported", text
     return "inconclusive", text

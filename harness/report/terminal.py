@@ -82,8 +82,10 @@ def summary_lines(rows: list[dict[str, Any]]) -> list[str]:
                 lines.append(_line(f"  └ {e['dataset']}", "", e, ""))
         else:
             line = _line(r["id"], r["tier"], r, cond)
-            if r["verdict"] in ("skipped", "error", "xfail") and r.get("message"):
-                line += f"  ({r['message'][:160]})"
+            # an error the check decided (the arms' calls failed) says why; one the test broke on, its message
+            note = r.get("reason") if r["verdict"] == "error" and r.get("reason") else r.get("message")
+            if r["verdict"] in ("skipped", "error", "xfail") and note:
+                line += f"  ({note[:160]})"
             lines.append(line)
     counts: dict[str, int] = {}
     for r in rows:
@@ -122,4 +124,12 @@ def control_lines(rows: list[dict[str, Any]]) -> list[str]:
         what = f"{c['name']} ({c.get('breaks')})" if c.get("name") else "no control named in the catalogue"
         lines.append(f"{r['id']}: {c['outcome']} — {what}" + (f": {c['detail']}" if c.get("detail") else ""))
     lines.append("controls: " + ", ".join(f"{v} {k}" for k, v in sorted(counts.items())))
+    failing = [f"{counts[k]} {k}" for k in FAILING_CONTROLS if counts.get(k)]
+    if failing:
+        lines.append(f"{FAILS_THE_RUN}: {', '.join(failing)} (a check that still passes with what it tests broken, "
+                     "or cannot run under its control, or has none, proves nothing; see the lines above)")
     return lines
+
+
+FAILING_CONTROLS = ("survived", "crashed", "missing")  # outcomes that fail a --negative-controls run
+FAILS_THE_RUN = "the run fails (exit 1) on its negative controls"

@@ -213,14 +213,14 @@ class SequentialOutcome:
                              "ci": list(lk.ci), "verdict": lk.verdict} for lk in self.looks]}
 
 
-DECIDED = ("supported", "refuted")
+DECIDED = ("supported", "refuted", "error")  # error: the arms' calls failed; more queries would only fail too
 
 
 def run_sequential(design: SequentialDesign, effect_at: Callable[[int, float], Any],
                    verdict_of: Callable[[Any], Any], *, available: int | None = None) -> SequentialOutcome:
     """Look at n_1, n_2, … queries: `effect_at(n, confidence)` measures the effect on the first n queries with
-    its interval at that confidence, `verdict_of(effect)` decides it; stop at the first supported or refuted
-    verdict (a verdict object with a `.verdict` string), else after the last look."""
+    its interval at that confidence, `verdict_of(effect)` decides it; stop at the first supported, refuted or
+    error verdict (a verdict object with a `.verdict` string), else after the last look."""
     looks: list[Look] = []
     effect = verdict = None
     for k, n in enumerate(design.looks):

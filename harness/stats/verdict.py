@@ -14,7 +14,9 @@ A claim whose threshold lies outside what the metric can still reach over the ba
 cannot be tested on that data: it reads inconclusive with `untestable`, never refuted. A claim whose arms fell
 back (HyDE to the raw query, fusion to the original query alone, RET skipped, an LLM error) on more than
 `MAX_FALLBACK_RATE` of its queries measured the fallback, not the technique: it cannot be supported, and a point
-estimate measured on such a run cannot pass (both read inconclusive).
+estimate measured on such a run cannot pass (both read inconclusive). One whose arms *failed* (an LLM error, not
+a designed fallback) on more than that share reads **error**, a fourth verdict that fails the test: what was
+measured is the failure, so neither supported, refuted nor inconclusive applies.
 """
 from __future__ import annotations
 
@@ -101,10 +103,16 @@ def minimum_detectable_effect(sd: float, n: int, *, confidence: float = 0.95, po
 
 
 def decide(effect: Effect, comparator: str, threshold: float, decision: Decision, *,
-           p_value: float | None = None, fallback_rate: float | None = None) -> Verdict:
+           p_value: float | None = None, fallback_rate: float | None = None,
+           error_rate: float | None = None) -> Verdict:
     """The verdict of `effect comparator threshold` under `decision` (`p_value`: the Holm-adjusted p where
     the caller has it; else the effect's own p of the decision's test). `fallback_rate`: the share of queries
-    on which either arm fell back or failed; above `MAX_FALLBACK_RATE` a supported verdict is withheld."""
+    on which either arm fell back or failed; above `MAX_FALLBACK_RATE` a supported verdict is withheld.
+    `error_rate`: the share on which an arm's LLM call failed; above `MAX_FALLBACK_RATE` the verdict is error."""
+    if error_rate is not None and math.isfinite(error_rate) and error_rate > MAX_FALLBACK_RATE:
+        return Verdict("error", f"the arms' model calls failed on {error_rate:.0%} of queries (> "
+                                f"{MAX_FALLBACK_RATE:.0%}): the failures were measured, not the technique "
+                                "(see the run's errors: the model, its key or its server)")
     v = _decide(effect, comparator, threshold, decision, p_value)
     if v.verdict == "supported" and fallback_rate is not None and fallback_rate > MAX_FALLBACK_RATE:
         return Verdict("inconclusive", f"{v.reason}, but the arms fell back or failed on {fallback_rate:.0%} of "

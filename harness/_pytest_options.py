@@ -1,0 +1,81 @@
+"""Start-up checks of the plugin's options: each bad value is a pytest usage error naming the option, before
+any fixture loads a model or a dataset. Paths given on the command line are read from the current folder."""
+from __future__ import annotations
+
+import math
+from pathlib import Path
+from typing import Any, Iterable
+
+import pytest
+
+
+def _usage(message: str) -> pytest.UsageError:
+    return pytest.UsageError(f"rag-harness: {message}")
+
+
+def from_cwd(config: pytest.Config, value: str) -> Path:
+    """A path given on the command line, read from the folder pytest was started in."""
+    p = Path(value).expanduser()
+    return p if p.is_absolute() else Path(config.invocation_params.dir) / p
+
+
+def check_options(config: pytest.Config) -> None:
+    """Numbers in range and paths that exist; command-line paths are made absolute in place, so subprocesses
+    started from another folder (benchmark-tier negative controls) read the same files."""
+    n = config.getoption("max_queries")
+    if n is not None and n < 0:
+        raise _usage(f"--max-queries must be 0 (all queries) or more, got {n}")
+    cap = config.getoption("max_cost")
+    if cap is not None and not (math.isfinite(cap) and cap >= 0):
+        raise _usage(f"--max-cost must be a number of US dollars, 0 or more, got {cap}")
+    cfg = config.getoption("harness_config")
+    if cfg is not None:
+        path = from_cwd(config, cfg)
+        if not path.is_file():
+            raise _usage(f"--harness-config {cfg}: no such file ({path})")
+        config.option.harness_config = str(path)
+    data = config.getoption("data_dir")
+    if data is not None:
+        path = from_cwd(config, data)
+        if not path.is_dir():
+            raise _usage(f"--data-dir {data}: no such folder ({path})")
+        config.option.data_dir = str(path)
+    if config.getoption("spec_file"):
+        config.option.spec_file = [str(from_cwd(config, p)) for p in config.getoption("spec_file")]
+
+
+def check_models(models: Iterable[tuple[str, str]]) -> None:
+    """Each (option, litellm model string) must name a provider litellm knows (read locally, no call made)."""
+    from harness.llm.failures import unknown_model
+
+    for option, model in models:
+        problem = unknown_model(model)
+        if problem:
+            raise _usage(f"{option} {model}: {problem}")
+
+
+def check_controls(named: Iterable[tuple[str, str]]) -> None:
+    """Each (where, control name) must be a registered negative control."""
+    from difflib import get_close_matches
+
+    from harness.controls import CONTROLS
+
+    unknown = [(where, name) for where, name in named if name not in CONTROLS]
+    if unknown:
+        listed = "; ".join(f"{where} names {name!r}" for where, name in unknown)
+        near = sorted({m for _, name in unknown for m in get_close_matches(name, list(CONTROLS), n=3)})
+        hint = f"did you mean {', '.join(near)}?" if near else f"registered: {', '.join(sorted(CONTROLS))}"
+        raise _usage(f"unknown negative control: {listed} ({hint})")
+
+
+def check_collected(config: pytest.Config, specs: Iterable[Any]) -> None:
+    """Checks that need the test modules imported (techniques and controls they may register): --technique
+    names, --under-control, and under --negative-controls the control each collected spec names."""
+    if config.getoption("under_control"):
+        check_controls([("--under-control", config.getoption("under_control"))])
+    if config.getoption("technique"):
+        from harness.fixtures import technique_choices
+
+        technique_choices(config)
+    if config.getoption("negative_controls"):
+        check_controls(sorted({(f"spec {s.id}", s.control) for s in specs if s.control}))
