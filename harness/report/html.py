@@ -5,6 +5,7 @@ import datetime as _dt
 from html import escape
 from typing import Any, Iterable
 
+from harness.report.controls import controls_html
 from harness.report.terminal import counts_text, looks_text, needed_text
 
 _CSS = """
@@ -368,6 +369,7 @@ def render_html(results: dict[str, Any]) -> str:
         "on their value. <b>budget</b>: the run's cost cap cut the claim short, so it has no verdict.</p>",
         _spec_table(specs),
     ]
+    body.append(controls_html(specs))
     forest = forest_plot(specs)
     if forest:
         body += ["<h2>Comparative claims: forest plot</h2>", forest]

@@ -107,19 +107,3 @@ def inconclusive_lines(rows: list[dict[str, Any]]) -> list[str]:
                 tail += f"; MDE at n={e.get('n')}: {mde:.3g}"
             out.append(f"{r['id']}{where}: inconclusive — {e.get('reason', '')}{tail}")
     return out
-
-
-def control_lines(rows: list[dict[str, Any]]) -> list[str]:
-    """Per spec whose tests ran under --negative-controls: its control and whether the check failed under it."""
-    lines, counts = [], {}
-    for r in rows:
-        c = r.get("control")
-        if not c:
-            continue
-        counts[c["outcome"]] = counts.get(c["outcome"], 0) + 1
-        if c["outcome"] in ("killed", "property"):
-            continue
-        what = f"{c['name']} ({c.get('breaks')})" if c.get("name") else "no control named in the catalogue"
-        lines.append(f"{r['id']}: {c['outcome']} — {what}" + (f": {c['detail']}" if c.get("detail") else ""))
-    lines.append("controls: " + ", ".join(f"{v} {k}" for k, v in sorted(counts.items())))
-    return lines
