@@ -27,7 +27,9 @@ def test_judge_agrees_with_labels(judge_agreement, judge_name, check, measure):
         measure("judge_accuracy", r.accuracy, judge=r.judge, dataset=study.labelled_set, n=r.n, ci=list(r.accuracy_ci))
     measure("judge_kappa", lexical.kappa, judge="lexical", dataset=study.labelled_set, n=lexical.n,
             ci=list(lexical.kappa_ci))
-    effect = Effect("kappa", rel.kappa, rel.kappa_ci, rel.n, sd, interval_method="percentile bootstrap")
+    # a judge that gives every item one label has kappa exactly 0 (every resample too): refuted, not inconclusive
+    effect = Effect("kappa", rel.kappa, rel.kappa_ci, rel.n, sd, interval_method="percentile bootstrap",
+                    exact=rel.kappa_exact)
     check("JUDGE-KAPPA", effect, **_ctx(study, rel, accuracy=rel.accuracy, accuracy_ci=list(rel.accuracy_ci),
                                         lexical_kappa=lexical.kappa, items=len(study.items),
                                         right_answers=sum(i.supported for i in study.items)))

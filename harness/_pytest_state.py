@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import pytest
 
-from harness.catalogue import TIERS, Catalogue
+from harness.catalogue import TIERS, Catalogue, Spec
 from harness.config import HarnessConfig
 from harness.llm.spend import Spend
 from harness.report.collector import Collector
@@ -52,3 +52,12 @@ class SpecInconclusive(AssertionError):
 
 def tiers_of(item: pytest.Item) -> set[str]:
     return {m.name for m in item.iter_markers() if m.name in TIERS}
+
+
+def bound_spec(item: pytest.Item) -> Spec | None:
+    """The catalogue spec a test instance is parametrised with (`@pytest.mark.spec`), if any."""
+    callspec = getattr(item, "callspec", None)
+    if callspec is None:
+        return None
+    value = callspec.params.get("spec")
+    return value if isinstance(value, Spec) else None

@@ -153,21 +153,25 @@ def _rrf_zero(mp: Any) -> None:
     replace_everywhere(mp, rank_fusion.rrf_scores, rrf_scores)
 
 
-@control("rrf-ties-by-input-order", breaks="RRF breaks equal scores by input order instead of best rank, then id")
-def _rrf_ties(mp: Any) -> None:
-    from harness.retrieval import rank_fusion
+@control("fusion-merge-random", breaks="RAG-Fusion merges its per-query lists in an unseeded random order "
+                                       "instead of by RRF, so each run ranks the same lists differently")
+def _fusion_random_merge(mp: Any) -> None:
+    import random
+
+    from harness.techniques import fusion
     from harness.types import Hit
 
-    def fuse(result_sets, k=rank_fusion.RRF_K):
-        scores = rank_fusion.rrf_scores([[h.id for h in hits] for hits in result_sets], k)
+    def merge(result_sets, k=60):
         first: dict[str, Hit] = {}
         for hits in result_sets:
             for h in hits:
                 first.setdefault(h.id, h)
-        order = sorted(scores, key=lambda d: -scores[d])
-        return [Hit(d, scores[d], first[d].text, {**first[d].metadata, "rrf_ranks": []}) for d in order]
+        order = list(first)
+        random.Random().shuffle(order)  # a fresh generator seeded from the OS: no run repeats another
+        return [Hit(d, 1.0 / (i + 1), first[d].text, {**first[d].metadata, "rrf_ranks": []})
+                for i, d in enumerate(order)]
 
-    replace_everywhere(mp, rank_fusion.reciprocal_rank_fusion, fuse)
+    mp.setattr(fusion, "reciprocal_rank_fusion", merge)
 
 
 @control("fusion-searches-original-only", breaks="RAG-Fusion retrieves for the original query only")
@@ -186,17 +190,18 @@ def _fusion_no_original(mp: Any) -> None:
     replace_everywhere(mp, orig, lambda q, llm, *a, **kw: [x for x in orig(q, llm, *a, **kw) if x != q])
 
 
-@control("parallel-retrieval-reorders", breaks="parallel multi-query retrieval returns lists in completion order")
-def _parallel_reorder(mp: Any) -> None:
-    from harness.retrieval import Retriever
+@control("fusion-query-generation-per-query", breaks="RAG-Fusion calls the model once per generated query "
+                                                     "(num_queries multi-query calls instead of one)")
+def _fusion_generation_per_query(mp: Any) -> None:
+    from harness.techniques import fusion
 
-    orig = Retriever.retrieve_many
+    orig = fusion.generate_multi_queries
 
-    def retrieve_many(self, queries, k=10, *, parallel=True):
-        out = orig(self, queries, k, parallel=parallel)
-        return list(reversed(out)) if parallel else out
+    def per_query(original_query, llm, num_queries=4, **kw):
+        calls = [orig(original_query, llm, num_queries, **kw) for _ in range(max(1, num_queries))]
+        return calls[-1]
 
-    mp.setattr(Retriever, "retrieve_many", retrieve_many)
+    mp.setattr(fusion, "generate_multi_queries", per_query)
 
 
 # ---------------------------------------------------------------- CRAG
@@ -295,15 +300,16 @@ def _rewrite_identity(mp: Any) -> None:
     mp.setattr(LLMRewriter, "rewrite", lambda self, query, context=None, trace=None: query)
 
 
-@control("reward-unweighted", breaks="the PPO reward is the plain mean of its three terms, not 0.4/0.4/0.2")
-def _reward_unweighted(mp: Any) -> None:
+@control("reward-weights-unnormalised", breaks="the PPO reward adds EM, F1 and hit with unit weights (range 0..3), "
+                                               "not 0.4/0.4/0.2 summing to 1")
+def _reward_unnormalised(mp: Any) -> None:
     from harness.techniques.rewrite import PPORewardFunction
 
     orig = PPORewardFunction.compute_reward
 
     def compute_reward(self, generated_answer, ground_truth, retrieval_hit):
         parts = [PPORewardFunction(1.0, 0.0, 0.0), PPORewardFunction(0.0, 1.0, 0.0), PPORewardFunction(0.0, 0.0, 1.0)]
-        return sum(orig(p, generated_answer, ground_truth, retrieval_hit) for p in parts) / 3
+        return sum(orig(p, generated_answer, ground_truth, retrieval_hit) for p in parts)
 
     mp.setattr(PPORewardFunction, "compute_reward", compute_reward)
 

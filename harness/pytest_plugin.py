@@ -12,12 +12,12 @@ from typing import Any
 
 import pytest
 
-from harness.catalogue import CatalogueError, Spec, load_catalogue
+from harness.catalogue import CatalogueError, load_catalogue
 from harness.config import ConfigError, load_config
 from harness._pytest_state import (  # noqa: F401 - SpecCheckFailed / SpecInconclusive re-exported
     CATALOGUE_KEY, COLLECTOR_KEY, CONFIG_KEY, CONTROL_KEY, ISOLATED_KEY, PROP_BUDGET, PROP_CONTROL, PROP_FATAL,
-    PROP_RECORD, PROP_SPECS, PROP_VERDICT, RESULTS_KEY, SPEND_KEY, SpecCheckFailed, SpecInconclusive, catalogue_of, estimating,
-    harness_config_of, spend_of, tiers_of as _tiers,
+    PROP_RECORD, PROP_SPECS, PROP_VERDICT, RESULTS_KEY, SPEND_KEY, SpecCheckFailed, SpecInconclusive,
+    bound_spec as _bound_spec, catalogue_of, estimating, harness_config_of, spend_of, tiers_of as _tiers,
 )
 from harness.fixtures import *  # noqa: F401,F403  (fixtures are registered by being in this namespace)
 from harness.report.collector import Collector, jsonable
@@ -160,14 +160,6 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     metafunc.parametrize("spec", [cat[i] for i in ids], ids=ids, indirect=True)
 
 
-def _bound_spec(item: pytest.Item) -> Spec | None:
-    callspec = getattr(item, "callspec", None)
-    if callspec is None:
-        return None
-    value = callspec.params.get("spec")
-    return value if isinstance(value, Spec) else None
-
-
 @pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config, items: list[pytest.Item]) -> None:
     """Give bound tests their catalogue tier, then check catalogue coverage before `-m`/`-k` deselect."""
@@ -216,107 +208,10 @@ def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None):
     if item.config.getoption("negative_controls", False):
         spec_ = _bound_spec(item)
         if spec_ is not None:
-            item.user_properties.append((PROP_CONTROL, json.dumps(_run_under_control(item, spec_))))
+            from harness.control_runs import run_under_control
+
+            item.user_properties.append((PROP_CONTROL, json.dumps(run_under_control(item, spec_))))
     return (yield)
-
-
-def _run_under_control(item: pytest.Item, spec_: Spec) -> dict[str, Any]:
-    from _pytest.runner import runtestprotocol
-
-    from harness.controls import ENV, get_control, restore_everywhere
-
-    out: dict[str, Any] = {"spec_id": spec_.id, "control": spec_.control or None, "nodeid": item.nodeid}
-    if spec_.kind == "property":
-        return {**out, "outcome": "property"}
-    if not spec_.control:
-        return {**out, "outcome": "missing"}
-    ctl = get_control(spec_.control)
-    if "benchmark" in _tiers(item):  # wide fixtures (a study over a dataset) must be computed under the control
-        return {**out, **_isolated_outcome(item, spec_, ctl)}
-    state: dict[str, Any] = {"name": ctl.name, "exc": None, "records": []}
-    item.stash[CONTROL_KEY] = state
-    mp = pytest.MonkeyPatch()
-    try:
-        mp.setenv(ENV, ctl.name)
-        ctl.apply(mp)
-        # tear down to the item's parent: its function-scoped fixtures go, wider ones stay for the real run
-        reports = runtestprotocol(item, log=False, nextitem=item.parent)  # type: ignore[arg-type]
-    finally:
-        mp.undo()
-        restore_everywhere()
-        del item.stash[CONTROL_KEY]
-    failed = [r for r in reports if r.failed]
-    if any(r.skipped for r in reports) and not failed:
-        outcome = "skipped"
-    elif not failed:
-        outcome = "survived"
-    elif failed[0].when == "call" and state["exc"] == "assertion":
-        outcome = "killed"
-    else:
-        outcome = "crashed"
-    detail = "" if not failed else str(getattr(getattr(failed[0].longrepr, "reprcrash", None), "message", ""))[:300]
-    return {**out, "outcome": outcome, "breaks": ctl.breaks, "detail": detail,
-            "checks": [{"verdict": r["verdict"], "value": r.get("value")} for r in state["records"]
-                       if r.get("kind") == "check"]}
-
-
-def _isolated_outcome(item: pytest.Item, spec_: Spec, ctl: Any) -> dict[str, Any]:
-    """Run every collected benchmark test bound to `ctl` once, in a fresh pytest process under
-    `--under-control`, and read this spec's verdict from its results.json. A comparative claim is killed when
-    it is not *supported* under the control (the report calls it undecided when the real run is inconclusive
-    too); a point estimate when it fails."""
-    import os
-    import subprocess
-    import sys
-    import time
-
-    config = item.config
-    cache = config.stash.setdefault(ISOLATED_KEY, {})
-    if ctl.name not in cache:
-        nodeids = sorted({i.nodeid for i in item.session.items
-                          if "benchmark" in _tiers(i) and getattr(_bound_spec(i), "control", None) == ctl.name})
-        out_dir = harness_config_of(config).harness.report_dir / "controls" / ctl.name
-        cmd = [sys.executable, "-m", "pytest", *nodeids, "--under-control", ctl.name, "--report-dir", str(out_dir),
-               "-p", "no:cacheprovider", "-q", "--spec-coverage", "off"]
-        for opt, flag in (("llm", "--llm"), ("harness_config", "--harness-config"), ("data_dir", "--data-dir"),
-                          ("max_queries", "--max-queries")):
-            if config.getoption(opt) is not None:
-                cmd += [flag, str(config.getoption(opt))]
-        for path in config.getoption("spec_file") or []:
-            cmd += ["--spec-file", path]
-        if config.getoption("no_llm_cache"):
-            cmd.append("--no-llm-cache")
-        if config.getoption("fixed_n"):
-            cmd.append("--fixed-n")
-        for choice in config.getoption("technique") or []:
-            cmd += ["--technique", choice]
-        for model in config.getoption("judge") or []:
-            cmd += ["--judge", model]
-        t0 = time.perf_counter()
-        proc = subprocess.run(cmd, cwd=config.rootpath, env=dict(os.environ), capture_output=True, text=True)
-        wall = time.perf_counter() - t0
-        results = out_dir / "results.json"
-        child = json.loads(results.read_text()) if results.exists() else {}
-        rows = {r["id"]: r for r in child.get("specs", [])}
-        cache[ctl.name] = (rows, (proc.stdout[-1500:] + proc.stderr[-500:]).strip())
-        from harness._pytest_timing import record_control
-
-        record_control(item, ctl.name, wall, child)
-    rows, tail = cache[ctl.name]
-    row = rows.get(spec_.id)
-    verdict = row["verdict"] if row else None
-    if verdict in ("fail", "refuted") or (spec_.comparative and verdict == "inconclusive"):
-        outcome = "killed"
-    elif verdict in ("pass", "supported", "inconclusive"):
-        outcome = "survived"
-    elif verdict == "skipped":
-        outcome = "skipped"
-    else:
-        outcome = "crashed"
-    return {"outcome": outcome, "breaks": ctl.breaks, "isolated": True,
-            "detail": f"under the control: {verdict or 'no verdict'}" + (f", value {row.get('value')!r}" if row else
-                                                                          f"; {tail[-300:]}"),
-            "checks": [{"verdict": verdict, "value": row.get("value") if row else None}]}
 
 
 @pytest.hookimpl(trylast=True)
@@ -365,9 +260,9 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):
         _record_spend(item)
     state = item.stash.get(CONTROL_KEY, None)
     if state is not None and call.when == "call" and call.excinfo is not None:
-        # an assert, a failed check, pytest.fail or a pytest.raises that did not raise: the test's check failed
-        failed_check = call.excinfo.errisinstance((AssertionError, pytest.fail.Exception))
-        state["exc"] = "assertion" if failed_check else call.excinfo.typename
+        from harness.control_runs import failure_kind
+
+        state["exc"] = failure_kind(item, call.excinfo)
     report = yield
     if call.excinfo is not None and report.failed and call.when in ("setup", "call"):
         from harness.llm.failures import FatalModelError
@@ -437,7 +332,7 @@ class _ReportHooks:
             for line in lines:
                 terminalreporter.write_line(line)
         if self.config.getoption("negative_controls"):
-            from harness.report.terminal import FAILS_THE_RUN, control_lines
+            from harness.report.controls import FAILS_THE_RUN, control_lines
 
             terminalreporter.section("rag-harness: negative controls")
             for line in control_lines(results["specs"]):
@@ -474,6 +369,7 @@ class _ReportHooks:
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:
+        from harness.report.summary import FAILING_CONTROL_OUTCOMES
         from harness.report.writer import build_results, write_results
 
         collector = self.config.stash[COLLECTOR_KEY]
@@ -498,7 +394,7 @@ class _ReportHooks:
         if self.config.getoption("strict_verdicts") and any(r["verdict"] == "inconclusive" for r in results["specs"]):
             session.exitstatus = pytest.ExitCode.TESTS_FAILED
         if self.config.getoption("negative_controls") and any(
-                (r.get("control") or {}).get("outcome") in ("survived", "crashed", "missing") for r in results["specs"]):
+                (r.get("control") or {}).get("outcome") in FAILING_CONTROL_OUTCOMES for r in results["specs"]):
             session.exitstatus = pytest.ExitCode.TESTS_FAILED
 
 

@@ -135,10 +135,15 @@ def test_schema_validation_catches_malformed(tmp_path, check):
     lines[3] = json.dumps(bad)
     lines[7] = '{"query_id": "broken"'
     (kb / "queries.jsonl").write_text("\n".join(lines) + "\n")
-    with pytest.raises(DataError, match=r"queries.jsonl:4: field 'query_type'"):
+    try:
         load_experiment_inputs(kb)
+        strict_error = ""
+    except DataError as exc:
+        strict_error = str(exc)
     lenient = load_experiment_inputs(kb, strict=False)
-    check("E2E4-FR3-2", lenient.skipped.count == 2 and len(lenient.queries) == 148)
+    # rejected twice over: the strict load names the first bad row, the lenient one skips both
+    check("E2E4-FR3-2", "queries.jsonl:4: field 'query_type'" in strict_error and lenient.skipped.count == 2
+          and len(lenient.queries) == 148, strict_error=strict_error[:200], skipped=lenient.skipped.count)
 
 
 @pytest.mark.spec("E2E4-FR3-3")
@@ -170,8 +175,8 @@ def test_answers_non_empty(tmp_path, check):
 def test_rerun_skips_processed(tmp_path, check):
     run_experiments(KB, tmp_path / "out", dry_run=True, log_dir=tmp_path / "logs", limit=20)
     again = run_experiments(KB, tmp_path / "out", dry_run=True, log_dir=tmp_path / "logs", limit=20)
+    check("E2E4-FR4-4", sum(again.written.values()), skipped_done=again.skipped_done)
     assert again.skipped_done == {"e2": 20, "e3": 20, "e4": 20}
-    check("E2E4-FR4-4", sum(again.written.values()))
 
 
 @pytest.mark.spec("E2E4-FR7-2", "E2E4-FR10-1")
@@ -189,8 +194,8 @@ def test_files_are_valid_jsonl(dry_run, spec, check):
 @pytest.mark.spec("E2E4-FR7-3")
 def test_dry_run_processes_all(dry_run, check):
     counts = {e: len(rows(dry_run["out"] / f)) for e, f in FILES.items()}
-    assert len(set(counts.values())) == 1, counts
-    check("E2E4-FR7-3", counts["e2"], per_experiment=counts, seconds=dry_run["seconds"])
+    for e, n in counts.items():  # every experiment processes all 150
+        check("E2E4-FR7-3", n, experiment=e, per_experiment=counts, seconds=dry_run["seconds"])
 
 
 @pytest.mark.spec("E2E4-FR7-4", "E2E4-SC-5")
@@ -239,8 +244,11 @@ def test_log_lines_have_time_and_level(dry_run, check):
 def test_one_result_per_query(dry_run, check):
     queries = [q.query_id for q in load_experiment_inputs(KB).queries]
     per = [sorted(r["query_id"] for r in rows(dry_run["out"] / f)) for f in FILES.values()]
-    assert all(p == sorted(queries) for p in per)
-    check("E2E4-FR10-2", max(max(np.unique(p, return_counts=True)[1]) for p in per))
+    # each input query's results per experiment (0 when it has none): the count farthest from one is measured
+    counts = [p.count(q) for p in per for q in queries]
+    worst = min(counts, key=lambda c: (-abs(c - 1), c))
+    check("E2E4-FR10-2", worst, missing=counts.count(0), duplicated=sum(c > 1 for c in counts))
+    assert all(p == sorted(queries) for p in per), "no result for a query that is not an input"
 
 
 @pytest.mark.spec("E2E4-FR10-3", "E2E4-SC-2")

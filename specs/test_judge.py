@@ -117,18 +117,18 @@ def test_a_claim_resting_on_an_unreliable_judge_is_not_supported(check):
     effect = paired_effect([0.0] * 40, [0.5] * 20 + [1.0] * 20)  # hallucination down by 0.75, every query
     assert decide(effect, "<", 0.0, Decision(rule="ci")).verdict == "supported"
     weak = JudgeReliability("tiny", "hand", 60, 0.1, (0.0, 0.2), 0.55, (0.4, 0.7), flip_rate=0.0, flip_n=60)
-    strong = JudgeReliability("big", "hand", 60, 0.8, (0.7, 0.9), 0.9, (0.8, 0.95), flip_rate=0.25, flip_n=60)
-    assert weak.unreliable and strong.unreliable and len(strong.reasons) == 1  # flips alone flag it
     good = JudgeReliability("good", "hand", 60, 0.8, (0.7, 0.9), 0.9, (0.8, 0.95), flip_rate=0.05, flip_n=60)
-    assert not good.unreliable
     held, kept = {"verdict": "supported"}, {"verdict": "supported"}
     hold_on_unreliable_judge(held, [good.as_context(), weak.as_context()])
+    check("JUDGE-UNRELIABLE-FLAG", held["verdict"], reason=held.get("decided", {}).get("reason"))
+    strong = JudgeReliability("big", "hand", 60, 0.8, (0.7, 0.9), 0.9, (0.8, 0.95), flip_rate=0.25, flip_n=60)
+    assert weak.unreliable and strong.unreliable and len(strong.reasons) == 1  # flips alone flag it
+    assert not good.unreliable
     hold_on_unreliable_judge(kept, good.as_context())
     assert kept["verdict"] == "supported"
     refuted = {"verdict": "refuted"}
     hold_on_unreliable_judge(refuted, weak.as_context())
     assert refuted["verdict"] == "refuted"  # a refutation stands
-    check("JUDGE-UNRELIABLE-FLAG", held["verdict"], reason=held.get("decided", {}).get("reason"))
 
 
 def test_failed_rulings_are_counted_not_scored(scripted_llm):

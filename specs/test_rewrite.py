@@ -22,13 +22,13 @@ def test_rewrite_is_valid_query(scripted_llm, check):
 
 @pytest.mark.unit
 @pytest.mark.spec("QRW-001")
-def test_rewrite_falls_back_and_truncates(scripted_llm):
+def test_rewrite_falls_back_and_truncates(scripted_llm, check):
+    long = " ".join(["word"] * 300)
+    rw = LLMRewriter(scripted_llm({"": long}, name="rw-long"))
+    check("QRW-001", len(rw.tokenizer.encode(rw.rewrite(Q))), model_output_words=300)  # truncated below 64
     trace = Trace()
     assert LLMRewriter(scripted_llm({"": ""}, name="rw-empty")).rewrite(Q, trace=trace) == Q
     assert trace.called("rewrite_fallback")
-    long = " ".join(["word"] * 300)
-    rw = LLMRewriter(scripted_llm({"": long}, name="rw-long"))
-    assert 0 < len(rw.tokenizer.encode(rw.rewrite(Q))) < 64
 
 
 @pytest.mark.unit
@@ -36,8 +36,8 @@ def test_rewrite_falls_back_and_truncates(scripted_llm):
 def test_rewrite_differs(scripted_llm, check):
     llm = scripted_llm({"Context:": "wing stall pull up g load", "Query:": "wing stall causes"}, name="rw2")
     rw = LLMRewriter(llm)
-    assert rw.rewrite(Q, context="we were discussing gliders") == "wing stall pull up g load"
     check("QRW-002", edit_distance(Q, rw.rewrite(Q)))
+    assert rw.rewrite(Q, context="we were discussing gliders") == "wing stall pull up g load"
 
 
 @pytest.mark.unit
@@ -58,8 +58,8 @@ def test_rewrite_retrieve_read_path(scripted_llm, unit_retriever):
 ])
 def test_ppo_reward(answer, truth, hit, expected, check):
     r = PPORewardFunction().compute_reward(answer, truth, hit)
-    assert r == pytest.approx(expected)
-    check("QRW-004", r)
+    check("QRW-004", r, answer=answer, retrieval_hit=hit)
+    assert r == pytest.approx(expected)  # the protocol's weights (the range is what the spec claims)
 
 
 @pytest.mark.unit

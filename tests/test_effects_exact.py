@@ -292,7 +292,7 @@ def test_verdict_objects_in_full():
 
     assert v.queries_needed == queries_needed(0.2, 0.02, confidence=0.9) and not v.untestable
     assert v.mde == pytest.approx(minimum_detectable_effect(0.2, 30, confidence=0.9))
-    assert v.reason == "the 90% CI [0.05, 0.19] straddles 0.1"
+    assert v.reason == "the 95% CI [0.05, 0.19] straddles 0.1"  # the interval's own level (Effect.confidence)
     assert decide(half, ">=", 0.01, Decision("ci")).reason == "the whole 95% CI [0.05, 0.19] satisfies >= 0.01"
     assert decide(half, ">=", 0.3, Decision("ci")).reason == "the whole 95% CI [0.05, 0.19] violates >= 0.3"
     low = Effect("difference", -0.01, (-0.03, 0.01), 40, 0.05, attainable=(-0.5, 0.02))

@@ -174,6 +174,39 @@ def test_a_zero_width_interval_cannot_decide():
     assert unbounded.ci == (0.0, 0.0) and decide(unbounded, ">=", 0.05, CI).verdict == "inconclusive"
 
 
+def test_a_known_constant_quantity_on_the_violating_side_is_refuted():
+    """A judge that says "supported" to all 40 items (20 labelled right, 20 wrong): p_o = 20/40 = p_e =
+    (40·20)/40² = 0.5, so κ = 0 on the sample and on every resample (a constant rater agrees only by chance);
+    its interval [0, 0] is the true value, not a degenerate sample, and refutes κ >= 0.4."""
+    from harness.judge.reliability import JudgeReliability
+
+    labels = [True] * 20 + [False] * 20
+    constant = JudgeReliability.measure("always-yes", "hand", [True] * 40, labels)
+    assert constant.kappa == 0.0 and constant.kappa_ci == (0.0, 0.0) and constant.kappa_exact
+    kappa = Effect("kappa", constant.kappa, constant.kappa_ci, constant.n, 0.0, exact=constant.kappa_exact)
+    v = decide(kappa, ">=", 0.4, CI)
+    assert v.verdict == "refuted" and "exactly 0 by construction" in v.reason and v.queries_needed is None
+    assert decide(kappa, "<", 0.4, CI).verdict == "supported"
+    # the same zero-width interval from a sample that merely happened to agree everywhere cannot decide
+    assert decide(dataclasses.replace(kappa, exact=False), ">=", 0.4, CI).verdict == "inconclusive"
+    # a judge whose labels vary is an estimate; so is a constant judge against constant labels (κ undefined)
+    mixed = JudgeReliability.measure("j", "hand", [True] * 30 + [False] * 10, labels)
+    assert not mixed.kappa_exact and mixed.kappa == pytest.approx(0.5)  # p_o = 0.75, p_e = 0.5
+    assert not JudgeReliability.measure("j", "hand", [True] * 4, [True] * 4).kappa_exact
+    # a sample's degeneracy stays inconclusive however far it lies from the threshold
+    same = paired_effect(np.full(10, 0.5), np.full(10, 0.4), bounds=None)
+    assert same.ci[0] == same.ci[1] and not same.exact and decide(same, ">=", 0.9, CI).verdict == "inconclusive"
+
+
+def test_paired_binary_ties_are_decided_by_their_interval_never_zero_width():
+    """30 tied 0/1 pairs (both arms wrong everywhere, so +1 is attainable): Agresti-Min adds 1/2 to each cell, p_i = p_d = 0.5/32 = 0.015625, centre 0, sd
+    sqrt(0.03125) = 0.1767767, half-width 1.959964·0.1767767/sqrt(32) = 0.0612489: [-0.0612, 0.0612] refutes
+    +0.1 by its width, not by collapsing to a point."""
+    ties = paired_effect(np.zeros(30), np.zeros(30), binary=True)
+    assert ties.interval_method == "agresti-min" and ties.ci == pytest.approx((-0.0612489, 0.0612489), abs=1e-6)
+    assert decide(ties, ">=", 0.1, CI).verdict == "refuted" and decide(ties, ">=", 0.05, CI).verdict == "inconclusive"
+
+
 def test_single_query_is_inconclusive_and_cannot_extrapolate():
     v = decide(paired_effect([0.7], [0.2]), ">=", 0.05, CI)
     assert v.verdict == "inconclusive" and v.queries_needed is None and v.mde == float("inf")

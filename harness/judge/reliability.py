@@ -131,6 +131,7 @@ class JudgeReliability:
     failures: int = 0
     temperature: float | None = None
     notes: dict[str, Any] = field(default_factory=dict)
+    kappa_exact: bool = False  # one label for every item, labels varied: κ = 0 by construction, in every resample
 
     @property
     def reasons(self) -> list[str]:
@@ -156,7 +157,8 @@ class JudgeReliability:
                 second: Sequence[bool | None] | None = None, temperature: float | None = None,
                 seed: int = 0, **notes: Any) -> "JudgeReliability":
         """κ and accuracy over the items the judge ruled on (None: a failed ruling, counted in `failures`);
-        flip rate over the items ruled on both times."""
+        flip rate over the items ruled on both times. `kappa_exact` when the judge gave every item one label
+        and the labels vary: κ is then exactly 0, not an estimate."""
         pairs = [(v, y) for v, y in zip(verdicts, labels) if v is not None]
         vs, ys = [v for v, _ in pairs], [y for _, y in pairs]
         acc, acc_ci = accuracy(vs, ys)
@@ -165,8 +167,10 @@ class JudgeReliability:
             both = [(x, y) for x, y in zip(verdicts, second) if x is not None and y is not None]
             flip_n = len(both)
             flips = flip_rate([x for x, _ in both], [y for _, y in both])
+        # a rater with one label: p_o = p_e on any items, so κ is 0 (or undefined) in every resample
+        one_label = len(set(vs)) == 1 and len(set(ys)) > 1
         return cls(judge, labelled_set, len(pairs), cohen_kappa(vs, ys), kappa_interval(vs, ys, seed=seed), acc,
-                   acc_ci, flips, flip_n, len(verdicts) - len(pairs), temperature, dict(notes))
+                   acc_ci, flips, flip_n, len(verdicts) - len(pairs), temperature, dict(notes), kappa_exact=one_label)
 
 
 def hold_on_unreliable_judge(record: dict[str, Any], judges: dict[str, Any] | list[dict[str, Any]] | None) -> None:

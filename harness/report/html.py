@@ -5,6 +5,7 @@ import datetime as _dt
 from html import escape
 from typing import Any, Iterable
 
+from harness.report.controls import controls_html
 from harness.report.terminal import counts_text, looks_text, needed_text
 from harness.report.timing import timing_html
 
@@ -371,6 +372,7 @@ def render_html(results: dict[str, Any]) -> str:
         "queries (what was measured is the failure).</p>",
         _spec_table(specs),
     ]
+    body.append(controls_html(specs))
     forest = forest_plot(specs)
     if forest:
         body += ["<h2>Comparative claims: forest plot</h2>", forest]

@@ -22,7 +22,9 @@ from harness.stats.verdict import decide
 
 VERDICT_ORDER = ("refuted", "fail", "error", "budget", "inconclusive", "supported", "pass", "property", "xfail", "skipped",
                  "not run")
-CONTROL_ORDER = ("killed", "undecided", "crashed", "survived", "missing", "property", "skipped")
+NOT_KILLED_BY_CHECK = "not killed by its check"  # the test failed under the control, but not on the spec's check
+CONTROL_ORDER = ("killed", "undecided", "crashed", NOT_KILLED_BY_CHECK, "survived", "missing", "property", "skipped")
+FAILING_CONTROL_OUTCOMES = ("survived", "crashed", NOT_KILLED_BY_CHECK, "missing")  # fail a --negative-controls run
 _RANK = {v: i for i, v in enumerate(VERDICT_ORDER)}
 _EFFECT_FIELDS = set(Effect.__dataclass_fields__)
 
@@ -124,8 +126,9 @@ def spec_rows(collector: Collector, catalogue: Catalogue) -> list[dict[str, Any]
         else:
             supporting[out["spec_id"]] = supporting.get(out["spec_id"], 0) + 1
     controls: dict[str, list[dict[str, Any]]] = {}
-    for c in collector.controls.values():
-        controls.setdefault(c["spec_id"], []).append(c)
+    for c in collector.controls.values():  # like verdicts, a control is decided by the tests at the spec's tier
+        if c.get("tier", tier_of.get(c["spec_id"])) == tier_of.get(c["spec_id"]):
+            controls.setdefault(c["spec_id"], []).append(c)
     rows = []
     for spec in catalogue:
         cs = sorted((c for c in checks.get(spec.id, []) if c.get("test_tier") == spec.marker),
@@ -155,8 +158,9 @@ def spec_rows(collector: Collector, catalogue: Catalogue) -> list[dict[str, Any]
 
 
 def _control_summary(spec: Spec, runs: list[dict[str, Any]], verdict: str) -> dict[str, Any] | None:
-    """The spec's negative-control outcome over its tests: killed if any of them failed its check under the
-    control (the spec would have failed), else the most telling other outcome. A comparative claim that reads
+    """The spec's negative-control outcome over its tests: killed if any of them failed the spec's own check
+    (or errored in the code under test) under the control, else the most telling other outcome (a test that
+    failed on another assertion was not killed by its check). A comparative claim that reads
     inconclusive (`verdict`) both for real and under the control is undecided, not killed: the data could not
     tell the broken run from the real one."""
     if not runs:

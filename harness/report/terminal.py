@@ -109,27 +109,3 @@ def inconclusive_lines(rows: list[dict[str, Any]]) -> list[str]:
                 tail += f"; MDE at n={e.get('n')}: {mde:.3g}"
             out.append(f"{r['id']}{where}: inconclusive — {e.get('reason', '')}{tail}")
     return out
-
-
-def control_lines(rows: list[dict[str, Any]]) -> list[str]:
-    """Per spec whose tests ran under --negative-controls: its control and whether the check failed under it."""
-    lines, counts = [], {}
-    for r in rows:
-        c = r.get("control")
-        if not c:
-            continue
-        counts[c["outcome"]] = counts.get(c["outcome"], 0) + 1
-        if c["outcome"] in ("killed", "property"):
-            continue
-        what = f"{c['name']} ({c.get('breaks')})" if c.get("name") else "no control named in the catalogue"
-        lines.append(f"{r['id']}: {c['outcome']} — {what}" + (f": {c['detail']}" if c.get("detail") else ""))
-    lines.append("controls: " + ", ".join(f"{v} {k}" for k, v in sorted(counts.items())))
-    failing = [f"{counts[k]} {k}" for k in FAILING_CONTROLS if counts.get(k)]
-    if failing:
-        lines.append(f"{FAILS_THE_RUN}: {', '.join(failing)} (a check that still passes with what it tests broken, "
-                     "or cannot run under its control, or has none, proves nothing; see the lines above)")
-    return lines
-
-
-FAILING_CONTROLS = ("survived", "crashed", "missing")  # outcomes that fail a --negative-controls run
-FAILS_THE_RUN = "the run fails (exit 1) on its negative controls"

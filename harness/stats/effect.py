@@ -29,7 +29,9 @@ _TIE = 1e-12
 class Effect:
     """A measured effect. `sd` is the standard deviation of the per-query (linearised) values the interval
     is built on, so `queries_needed` and `mde` can extrapolate; `attainable` is the (min, max) effect the
-    metric's bounds still allow over the baseline (None when unbounded)."""
+    metric's bounds still allow over the baseline (None when unbounded). `exact`: the producer knows the
+    quantity is constant by construction, whatever the sample (e.g. κ of a judge that gives one label to every
+    item is 0 in every resample), so a zero-width interval is its true value, not a degenerate sample."""
 
     kind: str
     estimate: float
@@ -46,6 +48,7 @@ class Effect:
     baseline_mean: float | None = None
     candidate_mean: float | None = None
     attainable: Interval | None = None
+    exact: bool = False
 
     @property
     def p_value(self) -> float | None:

@@ -10,6 +10,10 @@ A claim `effect <comparator> threshold` (comparator >=, >, <= or <) is decided b
 - `estimate`: the point value against the threshold (pass / fail), for deterministic values
   (`decide_estimate`).
 
+A zero-width interval reads inconclusive (a degenerate sample: every paired difference equal), unless the
+producer marks the quantity `Effect.exact`, constant by construction (κ of a judge that gives every item one
+label is exactly 0): then its value decides, refuted on the violating side, supported on the other.
+
 A claim whose threshold lies outside what the metric can still reach over the baseline (`Effect.attainable`)
 cannot be tested on that data: it reads inconclusive with `untestable`, never refuted. A claim whose arms fell
 back (HyDE to the raw query, fusion to the original query alone, RET skipped, an LLM error) on more than
@@ -158,6 +162,11 @@ def _decide(effect: Effect, comparator: str, threshold: float, decision: Decisio
                                        f"over the baseline, the claim needs {comparator} {threshold:g}", True)
     if math.isnan(lo) or math.isnan(hi):
         return out("inconclusive", "interval undefined")
+    if lo == hi and effect.exact:  # constant by construction: the value is known, nothing is left to test
+        ok = _satisfies(lo, comparator, threshold)
+        return out("supported" if ok else "refuted", f"{effect.kind} is exactly {lo:.4g} by construction (every "
+                                                     f"resample equal), which {'satisfies' if ok else 'violates'} "
+                                                     f"{comparator} {threshold:g}")
     if lo == hi:  # every paired difference equal (sd 0): a zero-width interval is no measure of uncertainty
         return Verdict("inconclusive", f"every paired difference is {est:.4g} (sd 0) over {effect.n} pairs: the "
                                        f"{conf * 100:.4g}% CI [{lo:.4g}, {hi:.4g}] is degenerate and cannot decide "
