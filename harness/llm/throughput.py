@@ -26,7 +26,7 @@ class MachineLimits:
     bandwidth_gbs: float
 
     def as_context(self) -> dict[str, Any]:
-        return asdict(self)
+        return {"machine_threads": self.threads, "matmul_gflops": self.matmul_gflops, "bandwidth_gbs": self.bandwidth_gbs}
 
 
 def measure_machine(threads: int = 2, *, size: int = 2048, copy_mib: int = 1024, repeats: int = 5) -> MachineLimits:
