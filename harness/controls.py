@@ -468,7 +468,17 @@ def _ret_blend(mp: Any) -> None:
     from harness.techniques import ret
 
     replace_everywhere(mp, ret.mcq_blend, lambda llm_net, lexical, coverage, weight=0.20:
-                       0.7 * llm_net + 0.3 * lexical + weight * (coverage or 0.0) + (0.01 if coverage is None else 0.0))
+                       0.7 * llm_net + 0.3 * lexical + weight * (coverage or 0.0))
+
+
+@control("ret-mcq-blend-weight-zero-ignored", breaks="the MCQ blend reads a fingerprint weight of 0 as unset and "
+                                                     "blends at the default 0.20 (`weight or 0.20`)")
+def _ret_blend_zero(mp: Any) -> None:
+    from harness.techniques import ret
+
+    orig = ret.mcq_blend
+    replace_everywhere(mp, orig, lambda llm_net, lexical, coverage, weight=0.20:
+                       orig(llm_net, lexical, coverage, weight or 0.20))
 
 
 @control("ret-ignores-hypothesis-quality", breaks="RET runs on hypotheses with one-word justifications")

@@ -66,9 +66,9 @@ def test_aggregation_cases_tell_max_from_mean_min_and_one_threshold():
 def test_web_search_on_incorrect(unit_retriever, unit_web, check):
     crag = CRAG(unit_retriever, unit_web, RetrievalEvaluator(fixed_scorer(0.05)), None)
     res = crag.run("why does a wing stall", generate=False)
-    assert res.action == INCORRECT and res.trace.called("web_search")
+    check("CRAG-002", unit_web.calls if res.action == INCORRECT else 0, action=res.action)
+    assert res.trace.called("web_search")
     assert all(h.metadata["source"] == "web" for h in res.sources)
-    check("CRAG-002", unit_web.calls)
 
 
 @pytest.mark.spec("CRAG-002")
@@ -108,8 +108,8 @@ def test_strips_are_one_or_two_sentences(mini, check):
     texts = [d.text for d in mini.corpus.values()] + [long, paragraph]
     assert count_sentences(paragraph) == 5
     counts = [count_sentences(s) for t in texts for s in knowledge_strips(t)]
-    assert len(knowledge_strips(long)) > 1, "long sentences split at clauses"
     check("CRAG-004", max(counts), strips=len(counts))
+    assert len(knowledge_strips(long)) > 1, "long sentences split at clauses"
     assert min(counts) >= 1
 
 
@@ -135,11 +135,9 @@ def test_ambiguous_combines_both_sources(unit_retriever, unit_web, check):
     trace = Trace()
     crag = CRAG(unit_retriever, unit_web, RetrievalEvaluator(fixed_scorer(0.5)), None, strip_scorer=fixed_scorer(0.9))
     res = crag.run("does the warranty cover accidental damage", trace, generate=False)
-    assert res.action == AMBIGUOUS
-    kinds = sorted({h.metadata["source"] for h in res.sources})
-    assert any(h.text.split(".")[0] in res.context for h in res.sources if h.metadata["source"] == "web")
-    assert any(h.text.split(".")[0] in res.context for h in res.sources if h.metadata["source"] == "corpus")
-    check("CRAG-006", kinds)
+    # the sources whose text reached the context, by kind (a source CRAG returns but leaves out does not count)
+    kinds = sorted({h.metadata["source"] for h in res.sources if h.text.split(".")[0] in res.context})
+    check("CRAG-006", kinds if res.action == AMBIGUOUS else [], action=res.action)
 
 
 @pytest.mark.spec("CRAG-001")

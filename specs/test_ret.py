@@ -29,19 +29,19 @@ def test_hypotheses_schema_and_empty(scripted_llm, check):
     hyps = generate_hypotheses(Q, scripted_llm(script(), name="ret-a"))
     schema_ok = [h.hypothesis for h in hyps] == ["14 days", "30 days"] and all(h.justification for h in hyps)
     empty = generate_hypotheses(Q, scripted_llm({"": ""}, name="ret-a-empty"))
+    check("RET-UNIT-a", schema_ok and empty == [])
     bullets = generate_hypotheses(Q, scripted_llm({"": "1. 14 days - the page says so\n2. 30 days"}, name="ret-a-b"))
     assert [h.hypothesis for h in bullets] == ["14 days", "30 days"] and bullets[0].justification == "the page says so"
-    check("RET-UNIT-a", schema_ok and empty == [])
 
 
 @pytest.mark.spec("RET-UNIT-b")
 def test_fingerprints_per_hypothesis(scripted_llm, check):
     hyps = [Hypothesis(hypothesis="14 days"), Hypothesis(hypothesis="30 days")]
     fps = extract_fingerprints(hyps, Q, scripted_llm(script(), name="ret-b"))
+    check("RET-UNIT-b", min(len(fps.get(h.hypothesis, [])) for h in hyps))
     bullets = extract_fingerprints(hyps, Q, scripted_llm({"": "- a fact one here\n- a fact two here\n- third fact"},
                                                          name="ret-b-bul"), k=2)
     assert bullets == {"14 days": ["a fact one here", "a fact two here"], "30 days": ["third fact"]}
-    check("RET-UNIT-b", min(len(fps.get(h.hypothesis, [])) for h in hyps))
 
 
 @pytest.mark.spec("RET-UNIT-c")
@@ -49,8 +49,8 @@ def test_coverage_prefers_more_fingerprints(check):
     fps = ["electronics returned within 14 days", "restocking fee 10 percent", "refund issued after inspection by staff"]
     more = "Electronics can be returned within 14 days. A restocking fee of 10 percent applies."
     fewer = "Electronics can be returned within 14 days."
-    assert fingerprint_coverage(more, fps) == pytest.approx(2 / 3) and fingerprint_coverage("", fps) == 0.0
     check("RET-UNIT-c", fingerprint_coverage(more, fps) - fingerprint_coverage(fewer, fps))
+    assert fingerprint_coverage(more, fps) == pytest.approx(2 / 3) and fingerprint_coverage("", fps) == 0.0
 
 
 @pytest.mark.spec("RET-UNIT-d")
@@ -86,8 +86,8 @@ def test_mcq_blend_uses_weight(check):
 def test_weight_zero_restores_original_blend(check):
     worst = max(abs(mcq_blend(a, b, c, weight=0.0) - (0.7 * a + 0.3 * b)) for a, b, c in
                 [(0.1, 0.9, 1.0), (0.8, 0.2, 0.0), (0.5, 0.5, 0.5)])
-    assert mcq_blend(0.1, 0.9, None, weight=0.2) == pytest.approx(0.7 * 0.1 + 0.3 * 0.9)
     check("RET-RISK-4", worst)
+    assert mcq_blend(0.1, 0.9, None, weight=0.2) == pytest.approx(0.7 * 0.1 + 0.3 * 0.9)
 
 
 @pytest.fixture
@@ -100,8 +100,8 @@ def test_skip_on_low_quality_hypotheses(scripted_llm, ret_retriever, check):
     short = json.dumps([{"hypothesis": "14 days", "justification": "guess"}])
     ret = RET(scripted_llm(script(hyps=short), name="ret-r1"), RETConfig(enable_ret=True))
     res = ret.select(Q, ret_retriever)
-    assert res.docs and res.trace.called("ret_skipped") and not res.trace.called("ret")
     check("RET-RISK-1", res.skip_reason)
+    assert res.docs and res.trace.called("ret_skipped") and not res.trace.called("ret")
 
 
 @pytest.mark.spec("RET-RISK-2")

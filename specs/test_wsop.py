@@ -43,8 +43,8 @@ def pipeline(scripted_llm, unit_retriever, unit_web):
 @pytest.mark.spec("WSOP-001")
 def test_simple_queries_skip_expansion(pipeline, check):
     res = pipeline().search("What is the return window?")
+    check("WSOP-001", res.trace.called("hyde") or res.trace.called("hyde_generate"), complexity=res.complexity)
     assert res.complexity == "simple" and res.sources
-    check("WSOP-001", res.trace.called("hyde") or res.trace.called("hyde_generate"))
 
 
 @pytest.mark.spec("WSOP-002")
@@ -60,9 +60,10 @@ def test_complex_queries_use_all_four(pipeline, check):
 def test_fallback_on_low_confidence(pipeline, unit_web, complexity, check):
     res = pipeline(conf=0.2).search("why does a wing stall at high angle of attack", complexity)
     crag = next(e for e in res.trace.events if e["name"] == "crag")
+    check("WSOP-003", res.trace.called("web_search") and unit_web.calls == 1, confidence=crag["confidence"],
+          web_calls=unit_web.calls)
     assert crag["confidence"] < 0.3
     assert any(s.metadata["source"] == "web" for s in res.sources)
-    check("WSOP-003", res.trace.called("web_search") and unit_web.calls == 1)
 
 
 @pytest.mark.spec("WSOP-003")

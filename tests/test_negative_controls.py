@@ -21,14 +21,6 @@ from harness.controls import CONTROLS
 
 ROOT = Path(__file__).resolve().parents[1]
 CATALOGUE = load_catalogue([ROOT / "specs"])
-# Reclassified when a failing side assert stopped counting as a kill (issue #31 item 4): under the control a
-# plain assert fails before the spec's check is reached. Their spec tests (CRAG, WSOP) and controls (RET) are
-# being reworked elsewhere; each must leave this set once its own check is what fails (a spec not listed here
-# that is not killed fails the test).
-NOT_KILLED_BY_CHECK_PENDING = frozenset({
-    "CRAG-002", "CRAG-003", "CRAG-004", "CRAG-006", "WSOP-001", "WSOP-003",
-    "RET-UNIT-a", "RET-UNIT-b", "RET-UNIT-c", "RET-RISK-1", "RET-RISK-3", "RET-RISK-4",
-})
 
 
 @pytest.mark.unit
@@ -81,14 +73,9 @@ def _assert_all_killed(proc: subprocess.CompletedProcess, results: dict, tier: s
     assert expected <= {r["id"] for r in ran}, f"specs whose tests did not run under a control: " \
                                                f"{sorted(expected - {r['id'] for r in ran})}\n{tail}"
     bad = {r["id"]: r["control"] for r in ran if r["control"]["outcome"] not in ("killed", "property")}
-    pending = {i for i, c in bad.items() if i in NOT_KILLED_BY_CHECK_PENDING and c["outcome"] == "not killed by its check"}
-    unexpected = {i: c for i, c in bad.items() if i not in pending}
-    assert not unexpected, f"checks that still pass (or crash, or leave the kill to a side assert) under their " \
-                           f"broken variant: {unexpected}\n{tail}"
-    if pending:  # the pending ones fail the session; nothing else may
-        assert proc.returncode == 1 and all(r["verdict"] not in ("fail", "error", "refuted") for r in rows.values()), tail
-    else:
-        assert proc.returncode == 0, tail
+    assert not bad, f"checks that still pass (or crash, or leave the kill to a side assert) under their " \
+                    f"broken variant: {bad}\n{tail}"
+    assert proc.returncode == 0, tail
     props = [r["id"] for r in ran if r["control"]["outcome"] == "property"]
     assert all(rows[p]["verdict"] == "property" for p in props), "a property is never counted as a pass"
 
