@@ -4,6 +4,9 @@ deterministic answers. It records every request (arrival time, status, billed to
 
     with SimulatedAPI(responder, latency_s=0.3, rpm=60, error_rate=0.05) as api:
         llm = LLMClient("openai/sim", api_base=api.api_base, api_key="sk-sim")
+
+Its latency, rate window, Retry-After and recorded times are in its `clock`'s seconds (harness.llm.clock): give
+the server and its clients the same `ScaledClock(k)` and a 60 s window passes in 60/k real seconds for both.
 """
 from __future__ import annotations
 
@@ -17,6 +20,8 @@ from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Callable
 
+from harness.llm.clock import REAL_CLOCK, Clock
+
 Responder = Callable[[list[dict[str, str]], dict[str, Any]], str]
 
 
@@ -27,7 +32,7 @@ def count_tokens(text: str) -> int:
 
 @dataclass
 class SimulatedLog:
-    arrivals: list[float] = field(default_factory=list)  # monotonic time of every request received
+    arrivals: list[float] = field(default_factory=list)  # the clock's time of every request received
     served: list[float] = field(default_factory=list)  # times of requests answered 200
     statuses: Counter = field(default_factory=Counter)
     prompt_tokens: int = 0  # billed: requests answered 200 only
@@ -47,9 +52,9 @@ class SimulatedLog:
 class SimulatedAPI:
     def __init__(self, responder: Responder, *, latency_s: float = 0.3, rpm: int | None = None,
                  error_rate: float = 0.0, seed: int = 0, retry_after_s: float | None = None,
-                 window_s: float = 60.0):
+                 window_s: float = 60.0, clock: Clock = REAL_CLOCK):
         self.responder, self.latency_s, self.rpm, self.error_rate = responder, latency_s, rpm, error_rate
-        self.retry_after_s, self.window_s = retry_after_s, window_s
+        self.retry_after_s, self.window_s, self.clock = retry_after_s, window_s, clock
         self.log = SimulatedLog()
         self._rng = random.Random(seed)
         self._lock = threading.Lock()
@@ -105,7 +110,7 @@ class SimulatedAPI:
 
     # ------------------------------------------------------------------ behaviour
     def _handle(self, body: dict[str, Any]) -> tuple[int, dict[str, str], dict[str, Any]]:
-        now = time.monotonic()
+        now = self.clock.monotonic()
         with self._lock:
             self.log.arrivals.append(now)
             if self.rpm is not None:
@@ -121,7 +126,7 @@ class SimulatedAPI:
             if self.error_rate and self._rng.random() < self.error_rate:
                 self.log.statuses[500] += 1
                 return 500, {}, {"error": {"message": "internal error (simulated)", "type": "server_error"}}
-        time.sleep(self.latency_s)
+        self.clock.sleep(self.latency_s)
         messages = body.get("messages", [])
         params = {k: v for k, v in body.items() if k not in ("messages", "model")}
         text = self.responder(messages, params)
