@@ -1034,7 +1034,7 @@ def _serialised(mp: Any) -> None:
 def _rpm_ignored(mp: Any) -> None:
     from harness.llm import limits
 
-    mp.setattr(limits.RateWindow, "take", lambda self, n=1.0: [self._clock(), n])  # a slot, never a wait
+    mp.setattr(limits.RateWindow, "take", lambda self, n=1.0: [self._clock.monotonic(), n])  # a slot, never a wait
 
 
 @control("server-errors-not-retried", breaks="a 500 or a timeout is a permanent failure (no 1/2/4 s retries)")

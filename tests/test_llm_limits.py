@@ -7,24 +7,14 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
+from harness.llm.clock import VirtualClock
 from harness.llm.limits import AdaptiveLimit, RateWindow
 
 pytestmark = pytest.mark.unit
 
 
-class FakeClock:
-    def __init__(self):
-        self.t = 0.0
-
-    def __call__(self) -> float:
-        return self.t
-
-    def sleep(self, s: float) -> None:
-        self.t += s
-
-
 def test_a_burst_of_429s_halves_once_and_success_recovers_slowly():
-    clock = FakeClock()
+    clock = VirtualClock()
     lim = AdaptiveLimit(8, burst_s=1.0, clock=clock)
     for _ in range(5):  # five threads see a 429 in the same burst
         lim.rate_limited(2.0)
@@ -65,8 +55,8 @@ def test_at_most_limit_calls_in_flight():
 
 
 def test_rate_window_waits_for_the_oldest_to_leave_the_window():
-    clock = FakeClock()
-    win = RateWindow(3, window_s=60.0, clock=clock, sleep=clock.sleep)
+    clock = VirtualClock()
+    win = RateWindow(3, window_s=60.0, clock=clock)
     for _ in range(3):
         win.take()
     assert clock.t == 0.0

@@ -1,6 +1,7 @@
 """One LLM client over litellm: timeouts, retries with exponential backoff, structured output with
 one repair retry, per-call accounting into the Trace and the run's Spend (which may cap it), client-wide
-concurrency and rate limits, and an on-disk cache."""
+concurrency and rate limits, and an on-disk cache. Waits (backoff, Retry-After, rate windows) and the latency it
+records are measured on the client's `Clock` (the wall clock unless one is given)."""
 from __future__ import annotations
 
 import functools
@@ -16,6 +17,7 @@ from pydantic import BaseModel, ValidationError
 from harness.llm._litellm import litellm
 from harness.config import LLMSettings, ModelPrice
 from harness.llm.cache import ResponseCache, cache_key
+from harness.llm.clock import REAL_CLOCK, Clock
 from harness.llm.failures import FatalModelError, fatal_error, fatal_kind
 from harness.llm.limits import AdaptiveLimit, RateWindow
 from harness.llm.meter import METER
@@ -163,11 +165,12 @@ class LLMClient:
     def __init__(self, model: str, *, api_base: str | None = None, api_key: str | None = None,
                  timeout_s: float = 60.0, max_attempts: int = 3, backoff_s: float = 1.0, concurrency: int = 4,
                  cache: ResponseCache | None = None, label: str | None = None,
-                 sleep: Callable[[float], None] = time.sleep, extra: dict[str, Any] | None = None,
+                 sleep: Callable[[float], None] | None = None, extra: dict[str, Any] | None = None,
                  price: ModelPrice | None = None, requests_per_minute: float | None = None,
                  tokens_per_minute: float | None = None, max_rate_limit_retries: int = 10,
-                 spend: Spend | None = None, role: str = "pipeline"):
+                 spend: Spend | None = None, role: str = "pipeline", clock: Clock = REAL_CLOCK):
         self.model = model
+        self.clock = clock  # rate windows, Retry-After pauses, backoff (`sleep` replaces the clock's for backoff)
         self.price = price
         self.spend, self.role = spend, role
         self.label = label or model
@@ -175,13 +178,13 @@ class LLMClient:
         self.timeout_s, self.max_attempts, self.backoff_s = timeout_s, max_attempts, backoff_s
         self.cache = cache
         self.extra = dict(extra or {})
-        self._sleep = sleep
+        self._sleep = sleep if sleep is not None else clock.sleep
         self.concurrency = max(1, concurrency)
         # client-wide limits, shared by every thread: adaptive concurrency (halved by 429s), rpm and tpm windows
-        self.limit = AdaptiveLimit(self.concurrency)
+        self.limit = AdaptiveLimit(self.concurrency, clock=clock)
         self.requests_per_minute, self.tokens_per_minute = requests_per_minute, tokens_per_minute
-        self._rpm = RateWindow(requests_per_minute) if requests_per_minute else None
-        self._tpm = RateWindow(tokens_per_minute) if tokens_per_minute else None
+        self._rpm = RateWindow(requests_per_minute, clock=clock) if requests_per_minute else None
+        self._tpm = RateWindow(tokens_per_minute, clock=clock) if tokens_per_minute else None
         self.max_rate_limit_retries = max_rate_limit_retries
         self._lock = threading.Lock()
         self.stats = ClientStats()
@@ -216,7 +219,7 @@ class LLMClient:
                                   extra=self.extra, requests_per_minute=self.requests_per_minute,
                                   tokens_per_minute=self.tokens_per_minute,
                                   max_rate_limit_retries=self.max_rate_limit_retries, price=self.price,
-                                  spend=self.spend, role=self.role)
+                                  spend=self.spend, role=self.role, clock=self.clock)
         kw.update(overrides)
         twin = LLMClient(self.model, **kw)
         twin._fatal = self._fatal
@@ -329,7 +332,7 @@ class LLMClient:
                 # would let requests bunch up past the limit), and settled when it returns (see RateWindow)
                 slots = ([(self._rpm, self._rpm.take(1))] if self._rpm is not None else []) + \
                     ([(self._tpm, self._tpm.take(estimate))] if self._tpm is not None else [])
-                t0 = time.perf_counter()
+                t0 = self.clock.monotonic()
                 with self._lock:
                     self.stats.calls += 1
                 resp = ll.completion(**kwargs)
@@ -377,7 +380,7 @@ class LLMClient:
                 if held is not None and not answered:  # a failed request is not billed
                     self.spend.settle(held, 0.0)
             self.limit.succeeded()
-            latency = time.perf_counter() - t0
+            latency = self.clock.monotonic() - t0
             result = self._result(resp, latency, attempt)
             if self.spend is not None:
                 if held is not None:

@@ -1,11 +1,12 @@
 """Client-wide limits on LLM calls under concurrency: an adaptive concurrency limit that halves on a burst
 of 429s (and pauses every thread until the server's Retry-After) and grows back slowly on success, as
-Inspect's does; and optional requests-per-minute / tokens-per-minute windows."""
+Inspect's does; and optional requests-per-minute / tokens-per-minute windows. Both measure time on a `Clock`
+(harness.llm.clock: the wall clock unless a scaled or virtual one is given)."""
 from __future__ import annotations
 
 import threading
-import time
-from typing import Callable
+
+from harness.llm.clock import REAL_CLOCK, Clock
 
 
 class AdaptiveLimit:
@@ -15,7 +16,7 @@ class AdaptiveLimit:
     counts once) and hold every new call until `retry_after` seconds from now. `succeeded()`: after `limit`
     successes in a row, raise the limit by one (slow recovery)."""
 
-    def __init__(self, maximum: int, *, burst_s: float = 1.0, clock: Callable[[], float] = time.monotonic):
+    def __init__(self, maximum: int, *, burst_s: float = 1.0, clock: Clock = REAL_CLOCK):
         self.maximum = max(1, int(maximum))
         self.limit = self.maximum
         self.in_flight = 0
@@ -29,11 +30,11 @@ class AdaptiveLimit:
     def acquire(self) -> None:
         with self._cond:
             while True:
-                wait = self.paused_until - self._clock()
+                wait = self.paused_until - self._clock.monotonic()
                 if wait <= 0 and self.in_flight < self.limit:
                     self.in_flight += 1
                     return
-                self._cond.wait(timeout=wait if wait > 0 else None)
+                self._clock.wait(self._cond, wait if wait > 0 else None)
 
     def release(self) -> None:
         with self._cond:
@@ -42,7 +43,7 @@ class AdaptiveLimit:
 
     def rate_limited(self, retry_after: float | None) -> None:
         with self._cond:
-            now = self._clock()
+            now = self._clock.monotonic()
             if now - self._last_decrease >= self._burst_s:
                 self.limit = max(1, self.limit // 2)
                 self._last_decrease = now
@@ -68,12 +69,11 @@ class RateWindow:
     client sent it). `take` returns the slot; `settle(slot)` when the call has returned moves the slot's time
     to then, which is after the arrival, so the window holds every request at least 60 s past its arrival."""
 
-    def __init__(self, per_minute: float, *, window_s: float = 60.0, clock: Callable[[], float] = time.monotonic,
-                 sleep: Callable[[float], None] = time.sleep):
+    def __init__(self, per_minute: float, *, window_s: float = 60.0, clock: Clock = REAL_CLOCK):
         if per_minute <= 0:
             raise ValueError("per_minute must be positive")
         self.per_minute, self.window_s = float(per_minute), window_s
-        self._clock, self._sleep = clock, sleep
+        self._clock = clock
         self._slots: list[list[float]] = []  # [time, units]
         self._lock = threading.Lock()
 
@@ -85,20 +85,20 @@ class RateWindow:
         n = min(float(n), self.per_minute)  # one request larger than the budget waits for an empty window
         while True:
             with self._lock:
-                now = self._clock()
+                now = self._clock.monotonic()
                 if self._expire(now) + n <= self.per_minute:
                     slot = [now, n]
                     self._slots.append(slot)
                     return slot
                 wait = min(s[0] for s in self._slots) + self.window_s - now
-            self._sleep(max(wait, 0.001))
+            self._clock.sleep(max(wait, 0.001))
 
     def settle(self, slot: list[float]) -> None:
         """The call that took `slot` has returned: count it from now."""
         with self._lock:
-            slot[0] = max(slot[0], self._clock())
+            slot[0] = max(slot[0], self._clock.monotonic())
 
     def add(self, n: float) -> None:
         """Count `n` more units now without waiting (e.g. the tokens a finished call used beyond its estimate)."""
         with self._lock:
-            self._slots.append([self._clock(), float(n)])
+            self._slots.append([self._clock.monotonic(), float(n)])

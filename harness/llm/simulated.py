@@ -5,6 +5,9 @@ request (arrival time, status, billed tokens).
 
     with SimulatedAPI(responder, latency_s=0.3, rpm=60, error_rate=0.05) as api:
         llm = LLMClient("openai/sim", api_base=api.api_base, api_key="sk-sim")
+
+Its latency, rate window, Retry-After and recorded times are in its `clock`'s seconds (harness.llm.clock): give
+the server and its clients the same `ScaledClock(k)` and a 60 s window passes in 60/k real seconds for both.
 """
 from __future__ import annotations
 
@@ -18,6 +21,8 @@ from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Callable
 
+from harness.llm.clock import REAL_CLOCK, Clock
+
 Responder = Callable[[list[dict[str, str]], dict[str, Any]], str]
 
 
@@ -28,7 +33,7 @@ def count_tokens(text: str) -> int:
 
 @dataclass
 class SimulatedLog:
-    arrivals: list[float] = field(default_factory=list)  # monotonic time of every request received
+    arrivals: list[float] = field(default_factory=list)  # the clock's time of every request received
     served: list[float] = field(default_factory=list)  # times of requests answered 200
     statuses: Counter = field(default_factory=Counter)
     prompt_tokens: int = 0  # billed: requests answered 200 only
@@ -48,10 +53,10 @@ class SimulatedLog:
 class SimulatedAPI:
     def __init__(self, responder: Responder, *, latency_s: float = 0.3, rpm: int | None = None,
                  error_rate: float = 0.0, seed: int = 0, retry_after_s: float | None = None,
-                 window_s: float = 60.0, api_key: str | None = None):
+                 window_s: float = 60.0, api_key: str | None = None, clock: Clock = REAL_CLOCK):
         self.api_key = api_key
         self.responder, self.latency_s, self.rpm, self.error_rate = responder, latency_s, rpm, error_rate
-        self.retry_after_s, self.window_s = retry_after_s, window_s
+        self.retry_after_s, self.window_s, self.clock = retry_after_s, window_s, clock
         self.log = SimulatedLog()
         self._rng = random.Random(seed)
         self._lock = threading.Lock()
@@ -117,7 +122,7 @@ class SimulatedAPI:
                                    "code": "invalid_api_key"}}
 
     def _handle(self, body: dict[str, Any]) -> tuple[int, dict[str, str], dict[str, Any]]:
-        now = time.monotonic()
+        now = self.clock.monotonic()
         with self._lock:
             self.log.arrivals.append(now)
             if self.rpm is not None:
@@ -133,7 +138,7 @@ class SimulatedAPI:
             if self.error_rate and self._rng.random() < self.error_rate:
                 self.log.statuses[500] += 1
                 return 500, {}, {"error": {"message": "internal error (simulated)", "type": "server_error"}}
-        time.sleep(self.latency_s)
+        self.clock.sleep(self.latency_s)
         messages = body.get("messages", [])
         params = {k: v for k, v in body.items() if k not in ("messages", "model")}
         text = self.responder(messages, params)
