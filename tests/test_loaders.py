@@ -112,7 +112,10 @@ def test_qrels_in_either_layout(tmp_path: Path):
     (tmp_path / "trec.qrels").write_text("q1 0 d1 2\nq1 0 d2 0\n")
     (tmp_path / "beir.tsv").write_text("query-id\tcorpus-id\tscore\nq1\td1\t2\nq1\td2\t0\n")
     (tmp_path / "bare.tsv").write_text("q1\td1\t2\n")
-    for name in ("trec.qrels", "beir.tsv", "bare.tsv"):
+    # TREC qrels keep every judgement, as trec_eval (a 0 is judged non-relevant: bpref reads it); BEIR's loader keeps
+    # the relevant ones, as the BEIR datasets are read everywhere else
+    assert read_qrels(tmp_path / "trec.qrels") == {"q1": {"d1": 2, "d2": 0}}
+    for name in ("beir.tsv", "bare.tsv"):
         assert read_qrels(tmp_path / name) == {"q1": {"d1": 2}}, name
 
 
