@@ -8,6 +8,8 @@ from types import SimpleNamespace
 
 import pytest
 
+from tests.pytester_kit import new_project
+
 from harness.control_runs import _control_outcome, failure_kind
 from harness.report.controls import control_lines, controls_html
 
@@ -113,14 +115,7 @@ def test_supporting(spec):
 
 
 def test_only_the_specs_own_check_kills_its_control(pytester: pytest.Pytester):
-    pytester.makeini(textwrap.dedent("""
-        [pytest]
-        addopts = --strict-markers -p no:cacheprovider -p no:randomly
-        spec_files = specs
-        filterwarnings = error
-    """))
-    (pytester.path / "specs").mkdir()
-    (pytester.path / "specs" / "demo.yaml").write_text(CATALOGUE)
+    new_project(pytester, CATALOGUE)
     pytester.makepyfile(mathlib=MATHLIB, conftest=CONFTEST, test_kil=TESTS)
     result = pytester.runpytest_subprocess("--report-dir", "out", "--negative-controls", "-m", "unit",
                                            "--spec-coverage", "off")

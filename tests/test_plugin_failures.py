@@ -12,6 +12,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.pytester_kit import new_project
+
 from harness.llm.simulated import SimulatedAPI
 
 pytestmark = pytest.mark.unit
@@ -59,15 +61,7 @@ def closed_port() -> int:
 
 @pytest.fixture
 def project(pytester: pytest.Pytester) -> pytest.Pytester:
-    pytester.makeini(textwrap.dedent("""
-        [pytest]
-        addopts = --strict-markers -p no:cacheprovider -p no:randomly
-        spec_files = specs
-        filterwarnings = error
-    """))
-    (pytester.path / "specs").mkdir()
-    (pytester.path / "specs" / "demo.yaml").write_text(CATALOGUE)
-    return pytester
+    return new_project(pytester, CATALOGUE)
 
 
 def _config(project: pytest.Pytester, **llm: str) -> None:

@@ -2,9 +2,10 @@
 from __future__ import annotations
 
 import json
-import textwrap
 
 import pytest
+
+from tests.pytester_kit import new_project
 
 pytestmark = pytest.mark.unit
 pytest_plugins = ["pytester"]
@@ -43,15 +44,7 @@ def test_claim(check_sequential):
 
 @pytest.fixture
 def project(pytester: pytest.Pytester) -> pytest.Pytester:
-    pytester.makeini(textwrap.dedent("""
-        [pytest]
-        addopts = --strict-markers -p no:cacheprovider -p no:randomly
-        spec_files = specs
-        filterwarnings = error
-    """))
-    (pytester.path / "specs").mkdir()
-    (pytester.path / "specs" / "demo.yaml").write_text(CATALOGUE)
-    return pytester
+    return new_project(pytester, CATALOGUE)
 
 
 def _row(project: pytest.Pytester, values: list[float], *args: str) -> tuple[dict, str]:

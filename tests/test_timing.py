@@ -3,10 +3,11 @@ and the plugin's timing section as a user runs it."""
 from __future__ import annotations
 
 import json
-import textwrap
 import threading
 
 import pytest
+
+from tests.pytester_kit import new_project
 
 from harness.llm.client import LLMClient
 from harness.llm.cache import ResponseCache
@@ -226,14 +227,7 @@ def test_second(slow_study, check):
 
 
 def test_timing_section_as_a_user_runs_it(pytester: pytest.Pytester):
-    pytester.makeini(textwrap.dedent("""
-        [pytest]
-        addopts = --strict-markers -p no:cacheprovider -p no:randomly
-        spec_files = specs
-        filterwarnings = error
-    """))
-    (pytester.path / "specs").mkdir()
-    (pytester.path / "specs" / "demo.yaml").write_text(CATALOGUE)
+    new_project(pytester, CATALOGUE)
     pytester.makeconftest('from harness.llm.scripted import register\n\n'
                           'register("echo", lambda messages, params: "a short answer")\n')
     (pytester.path / "cfg.yaml").write_text("harness:\n  llm:\n    model: scripted/echo\n    cache: true\n")
