@@ -293,7 +293,7 @@ def sequential_type1(a: Sequence[float], b: Sequence[float], design: Any, *, sim
     idx = np.argsort(rng.random((sims, len(a))), axis=1)[:, :n]
     swap = rng.random((sims, n)) < 0.5
     D = np.where(swap, b[idx] - a[idx], a[idx] - b[idx])
-    return _sequential_study(D, design.looks, [design.confidence_at(k) for k in range(len(design.looks))], 0.0, 0.0)
+    return _sequential_study(D, design.looks, design.confidences, 0.0, 0.0)
 
 
 def sequential_coverage(a: Sequence[float], b: Sequence[float], design: Any, *, sims: int = 2000,
@@ -304,7 +304,7 @@ def sequential_coverage(a: Sequence[float], b: Sequence[float], design: Any, *, 
     rng = _rng(seed)
     idx = rng.integers(0, len(a), size=(sims, design.looks[-1]))
     D = a[idx] - b[idx]
-    return _sequential_study(D, design.looks, [design.confidence_at(k) for k in range(len(design.looks))],
+    return _sequential_study(D, design.looks, design.confidences,
                              float(np.mean(a - b)), 0.0)
 
 
@@ -317,5 +317,5 @@ def sequential_planted(a: Sequence[float], b: Sequence[float], design: Any, effe
     base = np.concatenate([a - b, b - a])
     n = design.looks[-1]
     D = base[rng.integers(0, len(base), size=(sims, n))] + (rng.random((sims, n)) < share) * (effect / share)
-    return _sequential_study(D, design.looks, [design.confidence_at(k) for k in range(len(design.looks))],
+    return _sequential_study(D, design.looks, design.confidences,
                              effect, 0.0)

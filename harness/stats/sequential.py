@@ -165,6 +165,11 @@ class SequentialDesign:
         c = self.bounds[k]
         return float(1 - 2 * _st.norm.sf(c)) if math.isfinite(c) else 1.0
 
+    @property
+    def confidences(self) -> list[float]:
+        """`confidence_at(k)` for every look."""
+        return [self.confidence_at(k) for k in range(len(self.looks))]
+
     def describe(self) -> str:
         name = {"obf": "O'Brien-Fleming", "pocock": "Pocock"}[self.spending]
         return (f"group-sequential, {name} alpha spending (Lan-DeMets), looks at {list(self.looks)} queries, "
@@ -173,7 +178,7 @@ class SequentialDesign:
     def as_context(self) -> dict[str, Any]:
         return {"looks": list(self.looks), "alpha": self.alpha, "spending": self.spending,
                 "bounds": [round(c, 4) for c in self.bounds],
-                "confidence": [round(self.confidence_at(k), 6) for k in range(len(self.looks))]}
+                "confidence": [round(c, 6) for c in self.confidences]}
 
 
 @dataclass(frozen=True)
