@@ -119,63 +119,67 @@ def test_e4_abstains_on_negatives(study, check):
 
 @pytest.fixture(scope="module")
 def negatives_study(llm, embedder, harness_config, qa_set, tmp_path_factory):
-    """E4 (the claim) and E2 (its baseline) over the retail KB asked questions it cannot answer: each set of
+    """E4 (the claim) and E2 (its baseline) over the retail KB asked questions it cannot answer: for each set of
     `harness.datasets.negatives` (default FreshQA's false-premise questions and SimpleQA), its first N
-    (--max-queries) in file order. E3 is left out: it differs from E4 only in the reasoning the claim is about."""
+    (--max-queries) in file order, drawn on demand (a claim decided at an early look runs no more of them).
+    E3 is left out: it differs from E4 only in the reasoning the claim is about."""
     import logging
 
-    from harness.parallel import ordered_map
-    from harness.progress import progress
+    from harness.parallel import LazyMap
     from harness.retrieval.rerank import make_reranker
     from harness.runner import build_services
     from harness.techniques.e2e4 import EXPERIMENTS
 
     n = harness_config.harness.max_queries or None
-    questions = []
-    for name in harness_config.harness.datasets.negatives:
-        ds = qa_set("negatives", name)
-        pool = [i for i in ds.items if i.false_premise] or ds.items  # a set with false premises: those
-        questions += [(ds.name, i) for i in pool[:n]]
     services, _ = build_services(load_experiment_inputs(KB), llm=llm, model=llm.label, dry_run=False,
                                  db_uri=tmp_path_factory.mktemp("e2e4-negatives-db"), overwrite=True,
                                  embedder=embedder, reranker=make_reranker(harness_config.harness.reranker, embedder),
                                  log=logging.getLogger("rag_harness.e2e4.negatives"), config=harness_config)
     pipes = {e: EXPERIMENTS[e](services) for e in ("e2", "e4")}
-    bar = progress("e2-e4 on out-of-KB questions", len(questions))
 
-    def one(q):
-        name, item = q
-        out = {"dataset": name, "id": item.id, "false_premise": item.false_premise}
+    def one(item):
+        out = {"id": item.id, "false_premise": item.false_premise}
         for e, pipe in pipes.items():
             answer = pipe.run(item.text).answer
             out[e] = {"answer": answer, "safe": handles_out_of_kb(answer, false_premise=item.false_premise),
                       "matches_gold": bool(answer_match(answer, list(item.answers)))}
-        bar.advance()
         return out
 
-    rows = ordered_map(one, questions, llm.concurrency)
-    bar.close()
-    return {"rows": rows, "model": llm.label}
+    sets = {}
+    for name in harness_config.harness.datasets.negatives:
+        ds = qa_set("negatives", name)
+        pool = [i for i in ds.items if i.false_premise] or ds.items  # a set with false premises: those
+        sets[ds.name] = LazyMap(one, pool[:n], llm.concurrency, stage=f"e2-e4 on out-of-KB questions ({ds.name})")
+    return {"sets": sets, "model": llm.label}
 
 
 @pytest.mark.spec("E2E4-FR6-3-PUBLIC")
-def test_e4_handles_public_out_of_kb_questions(negatives_study, negatives_name, check, measure):
+def test_e4_handles_public_out_of_kb_questions(negatives_study, negatives_name, check_sequential, measure):
     negatives = Path(negatives_name).name  # a set given as a path is named by its folder
-    rows = [r for r in negatives_study["rows"] if r["dataset"] == negatives]
-    rates = {e: float(np.mean([r[e]["safe"] for r in rows])) if rows else float("nan") for e in ("e2", "e4")}
-    for e, rate in rates.items():
-        measure("out_of_kb_abstention_or_premise_rejection", rate, technique=e, dataset=negatives,
-                model=negatives_study["model"], n=len(rows))
-    e4 = np.array([r["e4"]["safe"] for r in rows], dtype=float)
-    e2 = np.array([r["e2"]["safe"] for r in rows], dtype=float)
-    vs_e2 = paired_effect(e4, e2, binary=True, seed=1) if len(rows) > 1 else None
-    check("E2E4-FR6-3-PUBLIC", proportion_effect([bool(x) for x in e4]), model=negatives_study["model"],
-          dataset=negatives, technique="e4", available=len(rows), rate_by_experiment=rates,
-          false_premise_questions=sum(r["false_premise"] for r in rows),
-          e4_hallucination_rate=1.0 - rates["e4"],
-          e4_answers_matching_gold=sum(r["e4"]["matches_gold"] for r in rows),
-          e4_vs_e2_difference=vs_e2.estimate if vs_e2 else None, e4_vs_e2_ci=list(vs_e2.ci) if vs_e2 else None,
-          kb="retail_kb (the questions are out of its scope)")
+    questions = negatives_study["sets"][negatives]
+
+    def measure_at(n: int, confidence: float):
+        e4 = [r["e4"]["safe"] for r in questions.upto(n)]
+        return proportion_effect(e4, confidence=confidence), {}
+
+    def final(n: int) -> dict:
+        rows = questions.upto(n)
+        rates = {e: float(np.mean([r[e]["safe"] for r in rows])) if rows else float("nan") for e in ("e2", "e4")}
+        for e, rate in rates.items():
+            measure("out_of_kb_abstention_or_premise_rejection", rate, technique=e, dataset=negatives,
+                    model=negatives_study["model"], n=len(rows))
+        e4 = np.array([r["e4"]["safe"] for r in rows], dtype=float)
+        e2 = np.array([r["e2"]["safe"] for r in rows], dtype=float)
+        vs_e2 = paired_effect(e4, e2, binary=True, seed=1) if len(rows) > 1 else None
+        return {"rate_by_experiment": rates, "false_premise_questions": sum(r["false_premise"] for r in rows),
+                "e4_hallucination_rate": 1.0 - rates["e4"],
+                "e4_answers_matching_gold": sum(r["e4"]["matches_gold"] for r in rows),
+                "e4_vs_e2_difference": vs_e2.estimate if vs_e2 else None,
+                "e4_vs_e2_ci": list(vs_e2.ci) if vs_e2 else None}
+
+    check_sequential("E2E4-FR6-3-PUBLIC", measure_at, questions.available, final=final,
+                     model=negatives_study["model"], dataset=negatives, technique="e4",
+                     available=questions.available, kb="retail_kb (the questions are out of its scope)")
 
 
 @pytest.mark.spec("E2E4-NFR-performance")

@@ -3,8 +3,9 @@ context variables (which technique is spending, which trace is charged), results
 from __future__ import annotations
 
 import contextvars
+import threading
 from concurrent.futures import ThreadPoolExecutor
-from typing import Callable, Iterable, TypeVar
+from typing import Callable, Generic, Iterable, TypeVar
 
 T = TypeVar("T")
 R = TypeVar("R")
@@ -19,3 +20,49 @@ def ordered_map(fn: Callable[[T], R], items: Iterable[T], concurrency: int) -> l
     with ThreadPoolExecutor(max_workers=min(concurrency, len(xs))) as pool:
         futures = [pool.submit(contextvars.copy_context().run, fn, x) for x in xs]
         return [f.result() for f in futures]
+
+
+class LazyMap(Generic[T, R]):
+    """`fn` over `items`, drawn on demand in input order: `upto(n)` runs only the items not yet run (at most
+    `concurrency` at once), so a claim decided at an early look (harness.stats.sequential) stops spending, and
+    claims reading the same items share their results. `stage` names a progress line for each draw."""
+
+    def __init__(self, fn: Callable[[T], R], items: Iterable[T], concurrency: int, *, stage: str | None = None):
+        self.fn, self.items, self.concurrency, self.stage = fn, list(items), concurrency, stage
+        self._results: list[R] = []
+        self._lock = threading.Lock()
+
+    @property
+    def available(self) -> int:
+        return len(self.items)
+
+    @property
+    def drawn(self) -> int:
+        """Items run so far (by any caller)."""
+        return len(self._results)
+
+    def upto(self, n: int) -> list[R]:
+        """The results for the first `n` items (all of them when n exceeds the set)."""
+        n = min(n, len(self.items))
+        with self._lock:
+            todo = self.items[len(self._results):n]
+            if todo:
+                fn = self.fn
+                if self.stage:
+                    from harness.progress import progress
+
+                    bar = progress(f"{self.stage} ({len(self._results) + 1}-{n} of {len(self.items)})", len(todo))
+
+                    def fn(x: T) -> R:
+                        out = self.fn(x)
+                        bar.advance()
+                        return out
+                try:
+                    self._results += ordered_map(fn, todo, self.concurrency)
+                finally:
+                    if self.stage:
+                        bar.close()
+            return self._results[:n]
+
+    def all(self) -> list[R]:
+        return self.upto(len(self.items))

@@ -1,0 +1,51 @@
+"""harness.parallel: ordered_map keeps input order under concurrency; LazyMap runs only what is drawn."""
+from __future__ import annotations
+
+import threading
+import time
+
+import pytest
+
+from harness.parallel import LazyMap, ordered_map
+
+pytestmark = pytest.mark.unit
+
+
+def test_ordered_map_keeps_order_and_bounds_concurrency():
+    running, peak, lock = [0], [0], threading.Lock()
+
+    def fn(x):
+        with lock:
+            running[0] += 1
+            peak[0] = max(peak[0], running[0])
+        time.sleep(0.01 * (5 - x % 5))  # later items finish first
+        with lock:
+            running[0] -= 1
+        return x * x
+
+    assert ordered_map(fn, range(12), 3) == [x * x for x in range(12)]
+    assert peak[0] == 3
+
+
+def test_lazy_map_runs_only_the_items_drawn_and_shares_them():
+    calls = []
+    lazy = LazyMap(lambda x: calls.append(x) or x + 100, range(30), 2)
+    assert lazy.available == 30 and lazy.drawn == 0
+    assert lazy.upto(10) == list(range(100, 110))
+    assert calls == list(range(10))
+    assert lazy.upto(5) == list(range(100, 105))  # an earlier look: nothing new runs
+    assert lazy.upto(20)[-1] == 119 and sorted(calls) == list(range(20))
+    assert lazy.upto(99) == list(range(100, 130)) and lazy.drawn == 30 and len(calls) == 30
+
+
+def test_lazy_map_raises_a_tasks_error_and_keeps_what_it_had():
+    def fn(x):
+        if x == 12:
+            raise RuntimeError("model call failed")
+        return x
+
+    lazy = LazyMap(fn, range(20), 1)
+    assert lazy.upto(10) == list(range(10))
+    with pytest.raises(RuntimeError, match="model call failed"):
+        lazy.upto(20)
+    assert lazy.drawn == 10
