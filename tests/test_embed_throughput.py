@@ -1,0 +1,48 @@
+"""harness.retrieval.embed_throughput: the encoder's FLOPs per passage and the limit, computed by hand."""
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+from scipy.spatial.distance import cosine
+
+from harness.retrieval.embed_throughput import (EncodeRate, EncoderShape, flops_per_passage, min_cosine,
+                                                passages_per_s_limit)
+
+pytestmark = pytest.mark.unit
+MINILM = EncoderShape(layers=6, hidden=384, intermediate=1536, max_tokens=256)
+
+
+def test_flops_per_passage_by_hand():
+    # 6 × (8·100·384² + 4·100·384·1536 + 4·100²·384) = 6 × (117,964,800 + 235,929,600 + 15,360,000)
+    assert flops_per_passage(MINILM, 100) == 2_215_526_400
+    # truncated at 256 tokens: 6 × (301,989,888 + 603,979,776 + 100,663,296)
+    assert flops_per_passage(MINILM, 300) == flops_per_passage(MINILM, 256) == 6_039_797_760
+
+
+def test_limit_by_hand():
+    assert passages_per_s_limit(MINILM, [100, 300], 100.0) == pytest.approx(200e9 / 8_255_324_160, rel=1e-12)
+    assert np.isnan(passages_per_s_limit(MINILM, [], 100.0))
+
+
+def test_min_cosine_against_scipy():
+    rng = np.random.default_rng(0)
+    a, b = rng.normal(size=(20, 8)), rng.normal(size=(20, 8))
+    assert min_cosine(a, b) == pytest.approx(min(1 - cosine(x, y) for x, y in zip(a, b)), abs=1e-12)
+    assert min_cosine(a, 3 * a) == pytest.approx(1.0, abs=1e-12)
+    with pytest.raises(ValueError, match="shapes differ"):
+        min_cosine(a, b[:3])
+
+
+def test_shape_from_a_sentence_transformers_folder(tmp_path):
+    (tmp_path / "config.json").write_text(json.dumps({"num_hidden_layers": 6, "hidden_size": 384,
+                                                      "intermediate_size": 1536, "max_position_embeddings": 512}))
+    assert EncoderShape.from_folder(tmp_path).max_tokens == 512
+    (tmp_path / "sentence_bert_config.json").write_text(json.dumps({"max_seq_length": 256}))
+    assert EncoderShape.from_folder(tmp_path) == MINILM
+
+
+def test_encode_rate_share_of_limit():
+    r = EncodeRate("x", passages=100, seconds=4.0, limit_per_s=50.0)
+    assert r.per_s == 25.0 and r.share_of_limit == 0.5 and r.as_context()["share_of_limit"] == 0.5
