@@ -43,10 +43,23 @@ def _ctx(scores, **kw):
             "runs": "dense (all-MiniLM-L6-v2), bm25, hybrid RRF", "seed": SEED, **kw}
 
 
+# Urbano, Lima & Hanjalic (SIGIR 2019), type I error at alpha 0.05 with 25 topics, AP on TREC runs (their Fig. 2)
+URBANO_N25 = {"t": 0.051, "permutation": (0.052, 0.053), "bootstrap-percentile": 0.069}
+
+
 @pytest.fixture(scope="module")
 def type1(topic_scores):
-    """{n: [per-pair Type1Result]} over 3,000 A/A comparisons per pair of runs."""
+    """{n: [per-pair Type1Result]} over 3,000 A/A comparisons per pair of runs, under the copula null (new topics
+    of two equally effective systems, harness.stats.calibration.copula_null_pairs); n = 25 is the sanity row
+    beside Urbano et al.'s published rates."""
     return {n: [calib.type1_rates(topic_scores[x], topic_scores[y], n=n, sims=3000, seed=SEED + i)
+                for i, (x, y) in enumerate(PAIRS)] for n in (25, 30, 225)}
+
+
+@pytest.fixture(scope="module")
+def type1_swap(topic_scores):
+    """The same under the sign-flip null (real topics' pairs swapped), for comparison in the report."""
+    return {n: [calib.type1_rates(topic_scores[x], topic_scores[y], n=n, sims=3000, seed=SEED + i, null="swap")
                 for i, (x, y) in enumerate(PAIRS)] for n in (30, 225)}
 
 
@@ -54,10 +67,17 @@ TYPE1_IDS = [f"CALIB-TYPE1-{t}-N{n}" for t in TESTS for n in (30, 225)]
 
 
 @pytest.mark.spec(*TYPE1_IDS)
-def test_type1_error(spec, type1, topic_scores, check, measure):
+def test_type1_error(spec, type1, type1_swap, topic_scores, check, measure):
     test, n = spec.id.split("-")[2], int(spec.id.rsplit("-N", 1)[1])
     pooled = {t: float(np.mean([r.rates[t] for r in type1[n]])) for t in calib.TYPE1_TESTS}
+    if test == "T" and n == 30:  # the sanity row: our rates at n = 25 beside Urbano et al.'s published ones
+        for t, rate in ((t, float(np.mean([r.rates[t] for r in type1[25]]))) for t in calib.TYPE1_TESTS):
+            measure(f"type1:{t}:n=25", rate, **_ctx(topic_scores, sims=3 * 3000, alpha=0.05, null="copula",
+                                                    published_urbano_2019_ap_n25=URBANO_N25.get(t)))
     if test == "T":  # one test per n records every test's figures, the ones no verdict uses included
+        for t in calib.TYPE1_TESTS:
+            measure(f"type1-sign-flip-null:{t}:n={n}", float(np.mean([r.rates[t] for r in type1_swap[n]])),
+                    **_ctx(topic_scores, sims=3 * 3000, alpha=0.05, null="swap (the permutation test's own null)"))
         for (x, y), r in zip(PAIRS, type1[n]):
             for t, rate in r.rates.items():
                 measure(f"type1:{t}:n={n}:{x}-vs-{y}", rate, **_ctx(topic_scores, sims=r.sims, alpha=r.alpha))
@@ -67,7 +87,8 @@ def test_type1_error(spec, type1, topic_scores, check, measure):
                                                      used_for_verdicts=t in TESTS.values()
                                                      or t == f"bootstrap-{VERDICT_INTERVAL['difference']}"))
     check(spec.id, pooled[TESTS[test]], **_ctx(topic_scores, n=3 * 3000, sample_topics=n, test=TESTS[test],
-                                               all_tests=pooled))
+                                               all_tests=pooled, null="copula (Urbano et al.: new topics of two "
+                                                                        "equally effective systems)"))
 
 
 def _coverage(topic_scores, n, relative):
@@ -127,7 +148,8 @@ def test_sequential_type1_error(spec, topic_scores, check, measure):
     measure(f"sequential:type1:looks={list(design.looks)}", rate,
             **_ctx(topic_scores, sims=3 * 3000, alpha=0.05, fixed_n_rate=fixed, rule=design.describe()))
     check(spec.id, rate, **_ctx(topic_scores, n=3 * 3000, looks=list(design.looks), bounds=list(design.bounds),
-                                fixed_n_rate_at_last_look=fixed, per_pair=[r.rejection_rate for r in res]))
+                                fixed_n_rate_at_last_look=fixed, per_pair=[r.rejection_rate for r in res],
+                                null="copula (Urbano et al.: new topics of two equally effective systems)"))
 
 
 @pytest.mark.spec("CALIB-SEQ-COVERAGE-N30", "CALIB-SEQ-COVERAGE-N225")

@@ -22,7 +22,7 @@ def _runs(seed=31, size=60):
 def test_type1_rates_equal_row_by_row_decisions():
     a, b = _runs()
     sims, n, n_perm, n_boot, alpha = 60, 12, 300, 400, 0.1
-    res = calib.type1_rates(a, b, n=n, sims=sims, alpha=alpha, n_perm=n_perm, n_boot=n_boot, seed=5)
+    res = calib.type1_rates(a, b, n=n, sims=sims, alpha=alpha, n_perm=n_perm, n_boot=n_boot, seed=5, null="swap")
     rng = np.random.default_rng(5)
     idx = np.argsort(rng.random((sims, len(a))), axis=1)[:, :n]
     swap = rng.random((sims, n)) < 0.5
@@ -81,3 +81,42 @@ def test_coverage_equals_row_by_row_intervals(relative):
     assert (res.n, res.sims, res.confidence) == (n, sims, conf) and res.truth == pytest.approx(truth)
     assert res.coverage == pytest.approx({k: float(np.mean(v)) for k, v in hits.items()}, abs=1e-12)
     assert res.mean_width == pytest.approx({k: float(np.mean(v)) for k, v in widths.items()}, rel=1e-9)
+
+
+# ---------------------------------------------------------------- the copula null (Urbano et al.)
+def test_copula_null_pairs_equal_a_hand_built_draw():
+    a, b = _runs(seed=33, size=40)
+    A, B = calib.copula_null_pairs(a, b, n=7, sims=5, rng=np.random.default_rng(3))
+    rng = np.random.default_rng(3)
+    za = st.norm.ppf(st.rankdata(a) / 41)
+    zb = st.norm.ppf(st.rankdata(b) / 41)
+    rho = np.corrcoef(za, zb)[0, 1]
+    z1 = rng.standard_normal((5, 7))
+    z2 = rho * z1 + np.sqrt(1 - rho**2) * rng.standard_normal((5, 7))
+    grid, margin = np.arange(40), np.sort(a)
+    assert A == pytest.approx(np.interp(st.norm.cdf(z1) * 39, grid, margin), abs=1e-12)
+    assert B == pytest.approx(np.interp(st.norm.cdf(z2) * 39, grid, margin), abs=1e-12)
+
+
+def test_copula_null_has_equal_systems_and_the_real_dependence():
+    rng = np.random.default_rng(4)
+    b = rng.beta(1, 2, 225)
+    a = np.clip(b + 0.2 + rng.normal(0, 0.1, 225), 0, 1)  # a far better run, strongly tied to b
+    A, B = calib.copula_null_pairs(a, b, n=225, sims=400, rng=np.random.default_rng(5))
+    assert abs((A - B).mean()) < 0.005  # equally effective: the null holds although a beats b by 0.2
+    assert np.quantile(B, [0.1, 0.5, 0.9]) == pytest.approx(np.quantile(a, [0.1, 0.5, 0.9]), abs=0.02)
+    real = st.spearmanr(a, b).statistic
+    sim = np.mean([st.spearmanr(x, y).statistic for x, y in zip(A[:100], B[:100])])
+    assert sim == pytest.approx(real, abs=0.05)
+
+
+def test_type1_rates_under_the_copula_null_hold_the_level_and_a_shift_breaks_it():
+    rng = np.random.default_rng(6)
+    b = rng.beta(1, 2, 225)
+    a = np.clip(b + rng.normal(0, 0.15, 225), 0, 1)
+    res = calib.type1_rates(a, b, n=30, sims=1500, n_perm=400, n_boot=400, seed=7)
+    assert 0.03 <= res.rates["t"] <= 0.07 and 0.03 <= res.rates["permutation"] <= 0.07
+    # the same simulation with run b's margin for the second system: a real difference, so the tests reject
+    A, B = calib.copula_null_pairs(a, b, n=30, sims=300, rng=np.random.default_rng(8))
+    shifted = B - 0.1
+    assert np.mean(calib._t_pvalues(A - shifted) < 0.05) > 0.5

@@ -253,7 +253,7 @@ def test_calibration_type1_under_the_null_and_power_against_an_effect():
     res = calib.type1_rates(a, b, n=30, sims=400, n_perm=500, n_boot=500, seed=2)
     assert all(0.0 <= r <= 0.15 for r in res.rates.values())
     # a real difference rejects far more often than alpha: the tests can fail
-    res = calib.type1_rates(a + 0.15, b, n=30, sims=200, n_perm=200, n_boot=200, seed=2)
+    res = calib.type1_rates(a + 0.15, b, n=30, sims=200, n_perm=200, n_boot=200, seed=2, null="swap")
     assert res.rates["t"] < 0.15  # swaps keep it null even with a shifted run (A/A by construction)
     cov = calib.coverage(a + 0.1, b, n=30, sims=400, n_boot=400, seed=3)
     assert cov.truth == pytest.approx(float(np.mean(a + 0.1 - b)))

@@ -2,8 +2,11 @@
 "Statistical Significance Testing in Information Retrieval: An Empirical Analysis of Type I, Type II and
 Type III Errors", SIGIR 2019): seeded, vectorised simulations over the scores of two real runs.
 
-- `type1_rates`: A/A comparisons (each topic's pair of scores randomly swapped between the systems, so no
-  true difference exists) → the rejection rate of each test at α;
+- `type1_rates`: A/A comparisons → the rejection rate of each test at α. By default (`null="copula"`, after
+  Urbano et al.) new topics are simulated from two real runs' dependence (a Gaussian copula of their normal
+  scores) with one run's margin for both, so the two systems are equally good on every topic distribution and
+  no test's own resampling scheme is the null; `null="swap"` swaps each real topic's pair with probability 1/2
+  (the sign-flip null, which the permutation test holds by construction), kept for comparison;
 - `coverage`: topics resampled from the real topics as the population (the true effect is the population's)
   → how often each interval method covers it, for the mean difference and the relative improvement;
 - `power_at_prediction`: a known effect planted on a random share of topics → the measured power of the
@@ -113,17 +116,44 @@ class Type1Result:
     rates: dict[str, float]
 
 
-def type1_rates(a: Sequence[float], b: Sequence[float], *, n: int, sims: int = 1000, alpha: float = 0.05,
-                binarise_at: float = 0.5, n_perm: int = 2000, n_boot: int = 2000, seed: int = 0) -> Type1Result:
-    """Rejection rate of every test under A/A comparisons built from two real runs' per-topic scores:
-    each simulation draws n topics (without replacement) and swaps each topic's pair with probability 1/2.
-    McNemar runs on scores binarised at `binarise_at` (score ≥ it counts as a success)."""
+def copula_null_pairs(a: Sequence[float], b: Sequence[float], *, n: int, sims: int,
+                      rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
+    """`sims` × `n` simulated topics of two equally effective systems, after Urbano, Lima & Hanjalic (SIGIR 2019):
+    a Gaussian copula fitted to the real runs' normal scores (ranks → Φ⁻¹(rank / (N + 1)), ties averaged) keeps
+    how the two runs' per-topic scores move together, and both simulated systems take run `a`'s margin (its
+    empirical quantile function, linearly interpolated), so the null holds for the mean, the median and every
+    other location. The margin is the empirical one rather than their fitted parametric or kernel margins."""
     a, b = np.asarray(a, float), np.asarray(b, float)
-    rng = _rng(seed)
+    za = _st.norm.ppf(_st.rankdata(a) / (len(a) + 1))
+    zb = _st.norm.ppf(_st.rankdata(b) / (len(b) + 1))
+    rho = float(np.corrcoef(za, zb)[0, 1]) if za.std() > 0 and zb.std() > 0 else 0.0
+    z1 = rng.standard_normal((sims, n))
+    z2 = rho * z1 + np.sqrt(max(0.0, 1.0 - rho * rho)) * rng.standard_normal((sims, n))
+    margin = np.sort(a)
+    return (np.quantile(margin, _st.norm.cdf(z1)).reshape(sims, n),
+            np.quantile(margin, _st.norm.cdf(z2)).reshape(sims, n))
+
+
+def swap_null_pairs(a: Sequence[float], b: Sequence[float], *, n: int, sims: int,
+                    rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
+    """n real topics drawn without replacement, each topic's pair swapped between the systems with probability 1/2."""
+    a, b = np.asarray(a, float), np.asarray(b, float)
     idx = np.argsort(rng.random((sims, len(a))), axis=1)[:, :n]
     swap = rng.random((sims, n)) < 0.5
-    A = np.where(swap, b[idx], a[idx])
-    B = np.where(swap, a[idx], b[idx])
+    return np.where(swap, b[idx], a[idx]), np.where(swap, a[idx], b[idx])
+
+
+NULLS = {"copula": copula_null_pairs, "swap": swap_null_pairs}
+
+
+def type1_rates(a: Sequence[float], b: Sequence[float], *, n: int, sims: int = 1000, alpha: float = 0.05,
+                binarise_at: float = 0.5, n_perm: int = 2000, n_boot: int = 2000, seed: int = 0,
+                null: str = "copula") -> Type1Result:
+    """Rejection rate of every test under A/A comparisons built from two real runs' per-topic scores (`null`:
+    "copula" simulates equally effective systems, "swap" swaps real topics' pairs; see the module docstring).
+    McNemar runs on scores binarised at `binarise_at` (score ≥ it counts as a success)."""
+    rng = _rng(seed)
+    A, B = NULLS[null](a, b, n=n, sims=sims, rng=rng)
     D = A - B
     rej: dict[str, np.ndarray] = {
         "t": _t_pvalues(D) < alpha,
@@ -283,17 +313,11 @@ def _sequential_study(D: np.ndarray, looks: Sequence[int], confidences: Sequence
 
 
 def sequential_type1(a: Sequence[float], b: Sequence[float], design: Any, *, sims: int = 2000,
-                     seed: int = 0) -> SequentialResult:
-    """A/A comparisons of two real runs (as `type1_rates`: n_max topics without replacement, each pair swapped
-    with probability 1/2) decided by the sequential design's repeated intervals against 0: the rate at which any
-    look rejects is the rule's type-I error."""
-    a, b = np.asarray(a, float), np.asarray(b, float)
-    n = design.looks[-1]
-    rng = _rng(seed)
-    idx = np.argsort(rng.random((sims, len(a))), axis=1)[:, :n]
-    swap = rng.random((sims, n)) < 0.5
-    D = np.where(swap, b[idx] - a[idx], a[idx] - b[idx])
-    return _sequential_study(D, design.looks, design.confidences, 0.0, 0.0)
+                     seed: int = 0, null: str = "copula") -> SequentialResult:
+    """A/A comparisons of two real runs (as `type1_rates`, under the same `null`) decided by the sequential
+    design's repeated intervals against 0: the rate at which any look rejects is the rule's type-I error."""
+    A, B = NULLS[null](a, b, n=design.looks[-1], sims=sims, rng=_rng(seed))
+    return _sequential_study(A - B, design.looks, design.confidences, 0.0, 0.0)
 
 
 def sequential_coverage(a: Sequence[float], b: Sequence[float], design: Any, *, sims: int = 2000,
