@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Sized, TypeVar
+from typing import Iterator, Sized, TypeVar
 
 from harness.data.errors import DataError
 from harness.data.jsonl import SkipLog, iter_jsonl, require_str
@@ -25,8 +25,10 @@ class BeirDataset:
         return {q: self.queries[q] for q in sorted(self.qrels) if q in self.queries}
 
 
-def load_corpus(path: Path, skips: SkipLog, strict: bool = True) -> dict[str, Document]:
-    docs: dict[str, Document] = {}
+def iter_corpus(path: Path, skips: SkipLog | None = None, strict: bool = True) -> Iterator[Document]:
+    """The documents of a BEIR `corpus.jsonl`, one at a time (only the ids seen are kept, for duplicates)."""
+    skips = skips if skips is not None else SkipLog()
+    seen: set[str] = set()
     for n, obj in iter_jsonl(path, skips, strict):
         try:
             did = require_str(obj, "_id", path, n)
@@ -34,14 +36,18 @@ def load_corpus(path: Path, skips: SkipLog, strict: bool = True) -> dict[str, Do
             title = obj.get("title", "") or ""
             if not isinstance(title, str):
                 raise DataError(path, n, "title", f"expected a string, got {type(title).__name__}")
-            if did in docs:
+            if did in seen:
                 raise DataError(path, n, "_id", f"duplicate id {did!r}")
         except DataError as err:
             skips.handle(err, strict)
             continue
+        seen.add(did)
         meta = {k: v for k, v in obj.items() if k not in ("_id", "text", "title")}
-        docs[did] = Document(id=did, text=text, title=title, metadata=meta)
-    return docs
+        yield Document(id=did, text=text, title=title, metadata=meta)
+
+
+def load_corpus(path: Path, skips: SkipLog, strict: bool = True) -> dict[str, Document]:
+    return {d.id: d for d in iter_corpus(path, skips, strict)}
 
 
 def load_queries(path: Path, skips: SkipLog, strict: bool = True) -> dict[str, Query]:

@@ -5,7 +5,6 @@ import hashlib
 import json
 import os
 import re
-import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
@@ -63,21 +62,6 @@ def fts_query(text: str) -> str:
     return " ".join(_WORD.findall(text.lower()))
 
 
-def _encode_with_progress(embedder: Any, texts: list[str], stage: str, batch: int = 1024) -> np.ndarray:
-    """`embedder.encode(texts)` in batches, each one counted on the stage's progress line."""
-    from harness.progress import progress
-
-    bar = progress(stage, len(texts))
-    try:
-        parts = []
-        for i in range(0, len(texts), batch):
-            parts.append(np.asarray(embedder.encode(texts[i:i + batch])))
-            bar.advance(len(texts[i:i + batch]))
-        return np.concatenate(parts) if len(parts) > 1 else parts[0]
-    finally:
-        bar.close()
-
-
 class LanceStore:
     """One LanceDB table of (id, text, metadata, vector) with a full-text index on `text`."""
 
@@ -115,26 +99,23 @@ class LanceStore:
         rows.append({"table": self.table_name, "fingerprint": fingerprint})
         self.db.create_table(_MANIFEST, data=pa.Table.from_pylist(rows), mode="overwrite")
 
-    def index(self, items: Sequence[Chunk | Document], embedder: Any, *, overwrite: bool = False) -> IndexStats:
-        """Embed and store items; skipped (no encoding at all) when the same content is already indexed."""
-        t0 = time.perf_counter()
+    def index(self, items: Sequence[Chunk | Document], embedder: Any, *, overwrite: bool = False,
+              batch: int = 1024) -> IndexStats:
+        """Embed and store items in batches (harness.retrieval.index.ingest): skipped, with no encoding at all,
+        when the same content is already indexed; resumed, encoding only what is missing, after a killed run."""
+        from harness.retrieval.index.ingest import ingest
+
         rows = _as_rows(items)
         ids = [r[0] for r in rows]
         if len(set(ids)) != len(ids):
-            dup = next(i for i in ids if ids.count(i) > 1)
+            seen: set[str] = set()
+            dup = next(i for i in ids if i in seen or seen.add(i))
             raise ValueError(f"duplicate id {dup!r} in items to index")
-        fp = content_fingerprint(embedder.name, rows)
-        if not overwrite and self.table_name in self._tables() and self._manifest_get() == fp:
-            self._table = self.db.open_table(self.table_name)
-            self.last_stats = IndexStats(len(rows), 0, True, time.perf_counter() - t0, self._has_ann())
-            return self.last_stats
         before = getattr(embedder, "encoded_count", 0)
-        vectors = _encode_with_progress(embedder, [r[1] for r in rows], f"indexing {self.table_name}") if rows \
-            else np.zeros((0, embedder.dim), np.float32)
-        self._write(rows, vectors, mode="overwrite")
-        self._manifest_put(fp)
-        self.last_stats = IndexStats(len(rows), getattr(embedder, "encoded_count", 0) - before, False,
-                                     time.perf_counter() - t0, self._has_ann())
+        st = ingest(self, items, embedder, fingerprint=content_fingerprint(embedder.name, rows), batch=batch,
+                    total=len(rows), stage=f"indexing {self.table_name}", overwrite=overwrite)
+        self.last_stats = IndexStats(st.rows, getattr(embedder, "encoded_count", 0) - before, st.skipped, st.seconds,
+                                     self._has_ann())
         return self.last_stats
 
     def _arrow(self, rows: Sequence[tuple[str, str, dict[str, Any]]], vectors: np.ndarray):
