@@ -1,0 +1,75 @@
+"""`python -m harness.retrieval.index.ann_probe N DIR [--ann]`: N seeded clustered 384-d unit vectors in a LanceDB
+table under DIR; 100 queries near the same centres; NumPy brute force (the oracle) and LanceDB exact search
+timed per query batch (best of 3); with --ann an IVF-PQ index built (sqrt(N) partitions, 48 sub-vectors) and
+nprobes / refine_factor tuned to recall@10 >= 0.95 against the oracle, then timed. Prints one JSON line with
+every figure and the process's peak resident memory (issue #29 item 4)."""
+from __future__ import annotations
+
+import json
+import math
+import resource
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+GRID_PROBES = (10, 20, 40, 80, 160)
+GRID_REFINE = (None, 5, 10, 20)
+
+
+def _best_of(fn, repeats: int = 3) -> tuple[float, object]:
+    best, out = math.inf, None
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        out = fn()
+        best = min(best, time.perf_counter() - t0)
+    return best, out
+
+
+def main(argv: list[str]) -> int:
+    import lancedb
+    import pyarrow as pa
+
+    from harness.retrieval.index.ann import (AnnSetting, clustered_unit_vectors, exact_top_k, lance_top_k,
+                                             recall_at_k, tune_ann)
+
+    n, root, ann = int(argv[0]), Path(argv[1]), "--ann" in argv
+    dim, k, clusters = 384, 10, max(100, n // 1000)
+    t0 = time.perf_counter()
+    base = clustered_unit_vectors(n, dim, clusters=clusters, seed=0)
+    queries = clustered_unit_vectors(100, dim, clusters=clusters, seed=0, points_seed=1)
+    out: dict = {"vectors": n, "dim": dim, "clusters": clusters, "queries": len(queries), "k": k,
+                 "generate_s": time.perf_counter() - t0}
+    out["numpy_exact_s"], exact = _best_of(lambda: exact_top_k(base, queries, k))
+    t0 = time.perf_counter()
+    table = lancedb.connect(root).create_table("v", data=pa.table({
+        "id": pa.array(np.arange(n), pa.int64()),
+        "vector": pa.FixedSizeListArray.from_arrays(pa.array(base.ravel(), pa.float32()), dim)}), mode="overwrite")
+    out["write_s"] = time.perf_counter() - t0
+    out["lance_exact_s"], found = _best_of(lambda: lance_top_k(table, queries, k, exact=True))
+    out["lance_exact_recall"] = recall_at_k(found, exact, k)
+    out["lance_exact_over_numpy"] = out["lance_exact_s"] / out["numpy_exact_s"]
+    if ann:
+        from lancedb.index import IvfPq
+
+        partitions = int(round(math.sqrt(n)))
+        t0 = time.perf_counter()
+        table.create_index("vector", config=IvfPq(distance_type="cosine", num_partitions=partitions,
+                                                  num_sub_vectors=dim // 8))
+        out["index"] = {"type": "IVF_PQ", "num_partitions": partitions, "num_sub_vectors": dim // 8,
+                        "build_s": time.perf_counter() - t0}
+        grid = [AnnSetting(nprobes=p, refine_factor=r) for r in GRID_REFINE for p in GRID_PROBES]
+        grid.sort(key=lambda s: s.nprobes * (s.refine_factor or 1))
+        tuned = tune_ann(table, queries, exact, k, grid)
+        secs, found = _best_of(lambda: lance_top_k(table, queries, k, setting=tuned.setting))
+        out["ann"] = {**tuned.setting.as_context(), "recall_at_10": recall_at_k(found, exact, k),
+                      "reached_0.95": tuned.reached, "seconds": secs, "speedup_over_lance_exact":
+                      out["lance_exact_s"] / secs, "tried": tuned.tried}
+    out["peak_rss_mib"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    print(json.dumps(out))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main(sys.argv[1:]))
