@@ -242,3 +242,22 @@ def test_prices_come_from_litellms_bundled_map():
     p = litellm_price("openai/gpt-4o-mini")  # the list price, read from the local copy of the cost map
     assert (p.input_per_mtok, p.output_per_mtok) == pytest.approx((0.15, 0.60)) and p.source == "litellm cost map"
     assert litellm_price("local/no-such-model") is None
+
+
+def test_failed_requests_are_counted_apart_from_billed_calls(monkeypatch):
+    from harness.llm.simulated import SimulatedAPI
+    from harness.report.spend import spend_lines, spend_summary
+
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
+    spend = Spend()
+    with SimulatedAPI(lambda m, p: "an answer", latency_s=0.0, error_rate=0.4, seed=3) as api:
+        llm = LLMClient("openai/sim", api_base=api.api_base, price=PRICE, spend=spend, max_attempts=5,
+                        sleep=lambda s: None, concurrency=1)
+        with spending_for("demo"):
+            results = [llm.complete(f"question {i}", max_tokens=4) for i in range(12)]
+    row = spend.rows()[0]
+    errors = sum(n for status, n in api.log.statuses.items() if status != 200)
+    assert errors > 0 and len(results) == 12
+    assert (row.calls, row.failed_calls) == (api.log.statuses[200], errors) == (12, errors)
+    lines = spend_lines(spend_summary([{**vars(r)} for r in spend.rows()]))
+    assert f"(12 calls, {errors} failed)" in lines[-1]

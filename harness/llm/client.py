@@ -347,6 +347,8 @@ class LLMClient:
                         "`bash scripts/record-cassettes.sh` (needs `pip install -e '.[local]'`).") from exc
                 retry, status = _retryable(exc)
                 last = exc
+                if self.spend is not None:
+                    self.spend.record_failure(model=self.label, role=self.role)
                 kind = fatal_kind(exc)
                 # an unreachable server that has answered before may be a blip: retried; anything else is fatal now
                 if kind is not None and not (kind == "unreachable" and self._answered and retry):

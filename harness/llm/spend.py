@@ -45,7 +45,7 @@ class BudgetExhausted(RuntimeError):
         self.spent_usd, self.cap_usd = spent_usd, cap_usd
 
 
-COUNTS = ("calls", "cached_calls", "prompt_tokens", "completion_tokens", "cost_usd", "unpriced_calls")
+COUNTS = ("calls", "cached_calls", "failed_calls", "prompt_tokens", "completion_tokens", "cost_usd", "unpriced_calls")
 
 
 @dataclass
@@ -55,6 +55,7 @@ class SpendRow:
     model: str
     calls: int = 0  # requests billed (cache hits excluded)
     cached_calls: int = 0
+    failed_calls: int = 0  # requests sent that failed (errors, 429s, timeouts): not billed, not in `calls`
     prompt_tokens: int = 0
     completion_tokens: int = 0
     cost_usd: float = 0.0
@@ -114,6 +115,15 @@ class Spend:
                 row.unpriced_calls += 1
             else:
                 row.cost_usd += cost_usd
+
+    def record_failure(self, *, model: str, role: str, technique: str | None = None) -> None:
+        """One request that was sent and failed (it is retried or raised by the caller; nothing is billed)."""
+        key = (technique or current_technique(), role, model)
+        with self._lock:
+            row = self._rows.get(key)
+            if row is None:
+                row = self._rows[key] = SpendRow(*key)
+            row.failed_calls += 1
 
     def rows(self) -> list[SpendRow]:
         with self._lock:

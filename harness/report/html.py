@@ -276,17 +276,20 @@ def _spend_table(spend: dict[str, Any], estimate: dict[str, Any] | None) -> str:
     if not by:
         return ""
     has_est = any("estimated_calls" in r for r in by)
-    head = ("<tr><th>role</th><th>technique</th><th>model</th><th>calls</th><th>cached</th><th>prompt tokens</th>"
+    head = ("<tr><th>role</th><th>technique</th><th>model</th><th>calls</th><th>cached</th><th>failed</th>"
+            "<th>prompt tokens</th>"
             "<th>completion tokens</th><th>USD</th>" + ("<th>est. calls</th><th>est. USD</th>" if has_est else "")
             + "</tr>")
     rows = "".join(
         f"<tr><td>{_e(r['role'])}</td><td>{_e(r['technique'])}</td><td>{_e(r['model'])}</td>"
         f"<td class=num>{_e(r['calls'])}</td><td class=num>{_e(r['cached_calls'])}</td>"
+        f"<td class=num>{_e(r.get('failed_calls') or 0)}</td>"
         f"<td class=num>{_e(r['prompt_tokens'])}</td><td class=num>{_e(r['completion_tokens'])}</td>"
         f"<td class=num>{_e(r['cost_usd'])}{' + unpriced ' + str(r['unpriced_calls']) if r['unpriced_calls'] else ''}"
         "</td>" + (f"<td class=num>{_e(r.get('estimated_calls'))}</td><td class=num>{_e(r.get('estimated_cost_usd'))}"
                    "</td>" if has_est else "") + "</tr>" for r in by)
     roles = " · ".join(f"{escape(k)}: ${v['cost_usd']:.4f} over {v['calls']} calls"
+                       + (f" ({v['failed_calls']} failed)" if v.get("failed_calls") else "")
                        for k, v in (spend.get("by_role") or {}).items())
     cap = (f" · cap ${spend['max_usd']}, {spend.get('refused_calls', 0)} call(s) refused"
            if spend.get("max_usd") is not None else "")

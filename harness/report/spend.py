@@ -55,20 +55,23 @@ def read_estimate(report_dir: Path) -> dict[str, Any] | None:
 def spend_lines(spend: dict[str, Any]) -> list[str]:
     """The terminal's spend table (empty when no call was made)."""
     total = spend.get("total") or {}
-    if not (total.get("calls") or total.get("cached_calls")):
+    if not (total.get("calls") or total.get("cached_calls") or total.get("failed_calls")):
         return []
     has_est = any("estimated_calls" in r for r in spend["by_technique"])
-    head = f"{'role':<9} {'technique':<26} {'calls':>6} {'cached':>6} {'tokens':>10} {'USD':>9}"
+    head = f"{'role':<9} {'technique':<26} {'calls':>6} {'cached':>6} {'failed':>6} {'tokens':>10} {'USD':>9}"
     lines = [head + (f" {'est. calls':>10} {'est. USD':>9}" if has_est else "")]
     for r in spend["by_technique"]:
         usd = f"{r['cost_usd']:.4f}" if not r["unpriced_calls"] else f"{r['cost_usd']:.4f}+?"
         line = (f"{r['role']:<9} {r['technique'][:26]:<26} {r['calls']:>6} {r['cached_calls']:>6} "
+                f"{r.get('failed_calls') or 0:>6} "
                 f"{r['prompt_tokens'] + r['completion_tokens']:>10,} {usd:>9}")
         if has_est:
             ec, eu = r.get("estimated_calls"), r.get("estimated_cost_usd")
             line += f" {'' if ec is None else ec:>10} {'' if eu is None else f'{eu:.4f}':>9}"
         lines.append(line)
-    roles = ", ".join(f"{role} ${v['cost_usd']:.4f} ({v['calls']} calls)" for role, v in spend["by_role"].items())
+    roles = ", ".join(f"{role} ${v['cost_usd']:.4f} ({v['calls']} calls"
+                      + (f", {v['failed_calls']} failed" if v.get("failed_calls") else "") + ")"
+                      for role, v in spend["by_role"].items())
     cap = f"; cap ${spend['max_usd']}, {spend['refused_calls']} call(s) refused" if spend.get("max_usd") is not None else ""
     lines.append(f"spent ${total['cost_usd']:.4f}: {roles}{cap}")
     return lines
