@@ -163,3 +163,44 @@ def test_int8_embedder_against_float(embedder_comparison, check, measure):
           ndcg10_float=f["ndcg10"], ndcg10_int8=q["ndcg10"], docs_per_s_float=f["docs_per_s"],
           docs_per_s_int8=q["docs_per_s"], speedup=q["docs_per_s"] / f["docs_per_s"],
           model=f"{ONNX_INT8_MINILM} vs all-MiniLM-L6-v2", **cache)
+
+
+@pytest.mark.spec("ANN-VERDICTS-EQUAL")
+def test_ann_keeps_the_retrieval_verdicts(dataset_name, dataset, embedder, tmp_path_factory, check, measure):
+    """The set indexed again with an IVF-PQ index (forced: these sets are below `ANN_MIN_ROWS`; the vectors come
+    from the embedding cache) and tuned on a seeded sample of 50 of its queries; every judged query then searched
+    exactly and through the index, and two paired claims decided on nDCG@10 under each."""
+    import random
+
+    from harness.retrieval.index.lancedb_store import LanceStore
+    from harness.stats.effect import paired_effect
+    from harness.stats.verdict import Decision, decide
+
+    store = LanceStore(tmp_path_factory.mktemp(f"ann-{dataset_name}"), "corpus", ann_threshold=0)
+    store.index(list(dataset.corpus.values()), embedder)
+    queries = list(dataset.judged_queries().values())
+    vectors = embedder.encode([q.text for q in queries])
+    sample = random.Random(0).sample(range(len(queries)), min(50, len(queries)))
+    tuned = store.tune_ann(vectors[sample])
+    texts = [q.text for q in queries]
+
+    def ndcg(hits):
+        return evaluate(dataset.qrels, {q.id: {h.id: h.score for h in hs} for q, hs in zip(queries, hits)},
+                        ["nDCG@10"])["nDCG@10"]
+
+    bm25 = ndcg([store.search_text(t, 100) for t in texts])
+    verdicts, figures = {}, {}
+    for search, exact in (("exact", True), ("ann", False)):
+        dense = ndcg(store.search_vectors(vectors, 100, exact=exact))
+        hybrid = ndcg(store.search_hybrid_many(texts, vectors, 100, exact=exact))
+        figures[search] = {"dense": float(dense.mean()), "hybrid": float(hybrid.mean()), "bm25": float(bm25.mean())}
+        for claim, (a, b) in {"hybrid > dense": (hybrid, dense), "dense > bm25": (dense, bm25)}.items():
+            verdicts.setdefault(claim, {})[search] = decide(paired_effect(a, b, seed=1), ">", 0.0,
+                                                          Decision(rule="ci")).verdict
+    for search, figs in figures.items():
+        for mode, value in figs.items():
+            measure("nDCG@10", value, technique=mode, dataset=dataset_name, search=search, n=len(queries),
+                    **(store.ann_context() if search == "ann" and mode != "bm25" else {}))
+    differ = sum(v["exact"] != v["ann"] for v in verdicts.values())
+    check("ANN-VERDICTS-EQUAL", differ, dataset=dataset_name, verdicts=verdicts, ndcg10=figures, n=len(queries),
+          **store.ann_context(), tried=tuned.tried)

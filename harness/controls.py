@@ -1166,3 +1166,17 @@ def _e4_blind(mp: Any) -> None:
 
     orig = e2e4.E4Reasoning.generate
     mp.setattr(e2e4.E4Reasoning, "generate", lambda self, query, hits, trace=None: orig(self, query, [], trace))
+
+
+@control("ann-search-reversed", breaks="ANN vector search returns its neighbours in reverse order (the nearest last)")
+def _ann_reversed(mp: Any) -> None:
+    from harness.retrieval.index.lancedb_store import LanceStore
+
+    orig = LanceStore.search_vectors
+
+    def search_vectors(self, vectors, k=10, *, exact=None):
+        out = orig(self, vectors, k, exact=exact)
+        through_ann = exact is False or (exact is None and self.ann is not None)
+        return [list(reversed(hits)) for hits in out] if through_ann else out
+
+    mp.setattr(LanceStore, "search_vectors", search_vectors)

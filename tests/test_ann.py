@@ -53,3 +53,37 @@ def test_lance_exact_and_ann_search_against_the_oracle(tmp_path):
     tuned = tune_ann(tbl, q, exact, 10, [AnnSetting(nprobes=1), AnnSetting(nprobes=16, refine_factor=10)])
     assert coarse < 1.0  # one partition of product-quantised vectors misses neighbours: recall is measured
     assert tuned.reached and tuned.recall >= 0.95 and len(tuned.tried) == 2 and tuned.setting.nprobes == 16
+
+
+class _Lookup:
+    """An embedder that maps each text to a given vector (the store's ANN is tested, not a model)."""
+
+    name, dim = "lookup", 32
+
+    def __init__(self, table: dict[str, np.ndarray]):
+        self.table = table
+
+    def encode(self, texts):
+        return np.stack([self.table[t] for t in texts])
+
+
+def test_a_store_searches_exactly_until_its_ann_recall_is_measured(tmp_path):
+    from harness.retrieval.index.lancedb_store import LanceStore
+    from harness.types import Document
+
+    base = clustered_unit_vectors(3000, 32, clusters=20, seed=5)
+    q = clustered_unit_vectors(30, 32, clusters=20, seed=5, points_seed=6)
+    docs = [Document(id=f"d{i}", text=f"text {i}") for i in range(len(base))]
+    store = LanceStore(tmp_path, "c", ann_threshold=1000)
+    store.index(docs, _Lookup({d.text: v for d, v in zip(docs, base)}))
+    assert store._has_ann() and store.ann_context() == {"vector_search": "exact"}
+    exact = [[h.id for h in hs] for hs in store.search_vectors(q, 10)]
+    assert exact == [[f"d{i}" for i in row] for row in exact_top_k(base, q, 10)]
+    with pytest.raises(RuntimeError, match="no index was tuned"):
+        store.search_vectors(q, 10, exact=False)
+    tuned = store.tune_ann(q)
+    ctx = store.ann_context()
+    assert ctx["vector_search"] == "ANN (IVF-PQ)" and ctx["ann_recall_at_10_vs_exact"] == tuned.recall >= 0.95
+    assert ctx["ann_recall_queries"] == 30 and ctx["nprobes"] == tuned.setting.nprobes
+    found = [[h.id for h in hs] for hs in store.search_vectors(q, 10)]
+    assert recall_at_k(found, exact, 10) == pytest.approx(tuned.recall)

@@ -24,6 +24,10 @@ class Retriever:
     def name(self) -> str:
         return f"{self.mode}:{getattr(self.embedder, 'name', '?')}" if self.mode != "bm25" else "bm25"
 
+    def ann_context(self) -> dict:
+        """How this retriever's vector searches run (exact, or ANN with its measured recall): for every figure."""
+        return self.store.ann_context() if self.mode != "bm25" else {}
+
     def retrieve(self, query: str, k: int = 10) -> list[Hit]:
         return self.retrieve_many([query], k)[0]
 

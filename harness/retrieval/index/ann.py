@@ -49,11 +49,11 @@ def exact_top_k(base: np.ndarray, queries: np.ndarray, k: int, *, block: int = 2
     return best_i
 
 
-def recall_at_k(found: Sequence[Sequence[int]], exact: np.ndarray, k: int) -> float:
+def recall_at_k(found: Sequence[Sequence[Any]], exact: Sequence[Sequence[Any]], k: int) -> float:
     """Mean over queries of |found top-k ∩ exact top-k| / k."""
     if len(found) != len(exact):
         raise ValueError(f"{len(found)} result lists for {len(exact)} queries")
-    return float(np.mean([len(set(list(f)[:k]) & set(e[:k].tolist())) / k for f, e in zip(found, exact)]))
+    return float(np.mean([len(set(list(f)[:k]) & set(list(e)[:k])) / k for f, e in zip(found, exact)]))
 
 
 @dataclass(frozen=True)
@@ -98,23 +98,28 @@ class Tuned:
     seconds: float
     reached: bool
     tried: list[dict[str, Any]] = field(default_factory=list)
+    queries: int = 0
 
 
-def tune_ann(table: Any, queries: np.ndarray, exact: np.ndarray, k: int, grid: Sequence[AnnSetting], *,
-             target: float = 0.95) -> Tuned:
+DEFAULT_GRID = tuple(sorted((AnnSetting(nprobes=p, refine_factor=r) for r in (None, 5, 10, 20, 50)
+                             for p in (10, 20, 40, 80, 160)), key=lambda s: s.nprobes * (s.refine_factor or 1)))
+
+
+def tune_ann(table: Any, queries: np.ndarray, exact: Sequence[Sequence[Any]], k: int,
+             grid: Sequence[AnnSetting] = DEFAULT_GRID, *, target: float = 0.95, id_column: str = "id") -> Tuned:
     """Walk `grid` (cheapest first) until recall@k against `exact` reaches `target`; time each setting."""
     best: Tuned | None = None
     tried: list[dict[str, Any]] = []
     for setting in grid:
         t0 = time.perf_counter()
-        found = lance_top_k(table, queries, k, setting=setting)
+        found = lance_top_k(table, queries, k, setting=setting, id_column=id_column)
         seconds = time.perf_counter() - t0
         r = recall_at_k(found, exact, k)
         tried.append({**setting.as_context(), "recall": r, "seconds": seconds})
         if best is None or r > best.recall:
             best = Tuned(setting, r, seconds, r >= target)
         if r >= target:
-            return Tuned(setting, r, seconds, True, tried)
+            return Tuned(setting, r, seconds, True, tried, len(queries))
     assert best is not None, "an empty grid"
-    best.tried = tried
+    best.tried, best.queries = tried, len(queries)
     return best

@@ -14,8 +14,6 @@ from pathlib import Path
 
 import numpy as np
 
-GRID_PROBES = (10, 20, 40, 80, 160)
-GRID_REFINE = (None, 5, 10, 20)
 
 
 def _best_of(fn, repeats: int = 3) -> tuple[float, object]:
@@ -31,7 +29,7 @@ def main(argv: list[str]) -> int:
     import lancedb
     import pyarrow as pa
 
-    from harness.retrieval.index.ann import (AnnSetting, clustered_unit_vectors, exact_top_k, lance_top_k,
+    from harness.retrieval.index.ann import (clustered_unit_vectors, exact_top_k, lance_top_k,
                                              recall_at_k, tune_ann)
 
     n, root, ann = int(argv[0]), Path(argv[1]), "--ann" in argv
@@ -59,9 +57,7 @@ def main(argv: list[str]) -> int:
                                                   num_sub_vectors=dim // 8))
         out["index"] = {"type": "IVF_PQ", "num_partitions": partitions, "num_sub_vectors": dim // 8,
                         "build_s": time.perf_counter() - t0}
-        grid = [AnnSetting(nprobes=p, refine_factor=r) for r in GRID_REFINE for p in GRID_PROBES]
-        grid.sort(key=lambda s: s.nprobes * (s.refine_factor or 1))
-        tuned = tune_ann(table, queries, exact, k, grid)
+        tuned = tune_ann(table, queries, exact, k)
         secs, found = _best_of(lambda: lance_top_k(table, queries, k, setting=tuned.setting))
         out["ann"] = {**tuned.setting.as_context(), "recall_at_10": recall_at_k(found, exact, k),
                       "reached_0.95": tuned.reached, "seconds": secs, "speedup_over_lance_exact":

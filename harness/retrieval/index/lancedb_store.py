@@ -16,6 +16,7 @@ from harness.retrieval.rank_fusion import RRF_K, reciprocal_rank_fusion
 from harness.types import Chunk, Document, Hit
 
 _MANIFEST = "_rag_harness_manifest"
+ANN_MIN_ROWS = 100_000  # tables at least this large get an IVF-PQ index (benchmarks/test_ann_million.py)
 _WORD = re.compile(r"\w+", re.UNICODE)
 
 
@@ -65,13 +66,14 @@ def fts_query(text: str) -> str:
 class LanceStore:
     """One LanceDB table of (id, text, metadata, vector) with a full-text index on `text`."""
 
-    def __init__(self, uri: str | Path, table: str = "chunks", *, ann_threshold: int = 100_000):
+    def __init__(self, uri: str | Path, table: str = "chunks", *, ann_threshold: int = ANN_MIN_ROWS):
         self.uri = str(uri)
         self.table_name = table
         self.ann_threshold = ann_threshold
         self.db = _lancedb().connect(self.uri)
         self._table = None
         self.last_stats: IndexStats | None = None  # what the latest `index()` did
+        self.ann: Any = None  # harness.retrieval.index.ann.Tuned once `tune_ann` measured its recall
 
     # ------------------------------------------------------------------ writing
     def _tables(self) -> list[str]:
@@ -138,11 +140,42 @@ class LanceStore:
         tbl = self.table
         if tbl.count_rows() == 0:
             return
-        from lancedb.index import FTS, HnswSq
+        from lancedb.index import FTS
 
         tbl.create_index("text", config=FTS(), replace=True)
         if tbl.count_rows() >= self.ann_threshold:
-            tbl.create_index("vector", config=HnswSq(distance_type="cosine"), replace=True)
+            self.build_ann()
+
+    def build_ann(self) -> None:
+        """An IVF-PQ index on the vectors (√rows partitions, dim/8 sub-vectors). It is not searched until
+        `tune_ann` has measured its recall against exact search."""
+        import math
+
+        from lancedb.index import IvfPq
+
+        tbl = self.table
+        dim = tbl.schema.field("vector").type.list_size
+        tbl.create_index("vector", config=IvfPq(distance_type="cosine", num_partitions=max(1, round(math.sqrt(
+            tbl.count_rows()))), num_sub_vectors=dim // 8 if dim % 8 == 0 else 1), replace=True)
+        self.ann = None
+
+    def tune_ann(self, query_vectors: np.ndarray, k: int = 10, *, target: float = 0.95) -> Any:
+        """Choose nprobes / refine_factor by recall@k against exact search on these queries (a sample of the
+        real ones); from then on vector searches go through the index, and `ann_context()` carries the recall."""
+        from harness.retrieval.index.ann import lance_top_k, tune_ann
+
+        qs = np.atleast_2d(np.asarray(query_vectors, dtype=np.float32))
+        exact = lance_top_k(self.table, qs, k, exact=True)
+        self.ann = tune_ann(self.table, qs, exact, k, target=target)
+        return self.ann
+
+    def ann_context(self) -> dict[str, Any]:
+        """How vector searches run, for every figure computed through them: exact, or ANN with its recall."""
+        if self.ann is None:
+            return {"vector_search": "exact"}
+        return {"vector_search": "ANN (IVF-PQ)", **self.ann.setting.as_context(),
+                "ann_recall_at_10_vs_exact": self.ann.recall, "ann_recall_target_reached": self.ann.reached,
+                "ann_recall_queries": self.ann.queries}
 
     def upsert(self, items: Sequence[Chunk | Document], vectors: np.ndarray) -> None:
         """Insert or update rows by id (metadata included) and refresh the indices."""
@@ -177,27 +210,35 @@ class LanceStore:
         return [Hit(id=r["id"], score=float(transform(r[score_key])), text=r["text"],
                     metadata=json.loads(r["metadata"])) for r in rows]
 
-    def search_vector(self, vector: np.ndarray, k: int = 10, *, exact: bool = True) -> list[Hit]:
-        """Cosine top-k; score is cosine similarity. `exact` bypasses any ANN index."""
+    def _ann_or_exact(self, q: Any, exact: bool | None) -> Any:
+        """Exact unless an ANN index was tuned (then its measured setting), or as `exact` says."""
+        if exact is True or (exact is None and self.ann is None):
+            return q.bypass_vector_index()
+        if self.ann is None:
+            raise RuntimeError(f"{self.uri}: ANN search asked for, but no index was tuned (call tune_ann first)")
+        s = self.ann.setting
+        q = q.nprobes(s.nprobes) if s.nprobes else q
+        return q.refine_factor(s.refine_factor) if s.refine_factor else q
+
+    def search_vector(self, vector: np.ndarray, k: int = 10, *, exact: bool | None = None) -> list[Hit]:
+        """Cosine top-k; score is cosine similarity. Exact unless an ANN index was tuned (`exact` forces)."""
         if len(self) == 0:
             return []
         q = self.table.search(np.asarray(vector, dtype=np.float32), vector_column_name="vector")
-        q = q.distance_type("cosine").limit(k).select(["id", "text", "metadata", "_distance"])
-        if exact:
-            q = q.bypass_vector_index()
+        q = self._ann_or_exact(q.distance_type("cosine").limit(k).select(["id", "text", "metadata", "_distance"]),
+                               exact)
         return self._hits(q.to_list(), "_distance", lambda d: 1.0 - d)
 
     def search_vectors(self, vectors: np.ndarray | Sequence[np.ndarray], k: int = 10, *,
-                       exact: bool = True) -> list[list[Hit]]:
+                       exact: bool | None = None) -> list[list[Hit]]:
         """Cosine top-k for many vectors in one LanceDB query (one scan, rows tagged by `query_index`);
         the same hits, in the same order, as `search_vector` on each."""
         vs = np.atleast_2d(np.asarray(vectors, dtype=np.float32)) if len(vectors) else np.zeros((0, 0), np.float32)
         if len(vs) <= 1 or len(self) == 0:
             return [self.search_vector(v, k, exact=exact) for v in vs]
         q = self.table.search(list(vs), vector_column_name="vector")
-        q = q.distance_type("cosine").limit(k).select(["id", "text", "metadata", "_distance"])
-        if exact:
-            q = q.bypass_vector_index()
+        q = self._ann_or_exact(q.distance_type("cosine").limit(k).select(["id", "text", "metadata", "_distance"]),
+                               exact)
         groups: list[list[dict[str, Any]]] = [[] for _ in range(len(vs))]
         for row in q.to_list():
             groups[row["query_index"]].append(row)
@@ -218,11 +259,12 @@ class LanceStore:
         return self.search_hybrid_many([query], [vector], k, depth=depth, rrf_k=rrf_k)[0]
 
     def search_hybrid_many(self, queries: Sequence[str], vectors: np.ndarray | Sequence[np.ndarray], k: int = 10, *,
-                           depth: int | None = None, rrf_k: int = RRF_K, workers: int = 8) -> list[list[Hit]]:
+                           depth: int | None = None, rrf_k: int = RRF_K, workers: int = 8,
+                           exact: bool | None = None) -> list[list[Hit]]:
         """`search_hybrid` for many queries: the vector lists in one multi-vector query, the full-text
         searches in parallel threads (LanceDB releases the GIL while it searches)."""
         depth = depth or max(k, 100)
-        dense = self.search_vectors(vectors, depth)
+        dense = self.search_vectors(vectors, depth, exact=exact)
         if len(queries) <= 1:
             texts = [self.search_text(q, depth) for q in queries]
         else:
