@@ -46,3 +46,11 @@ def test_shape_from_a_sentence_transformers_folder(tmp_path):
 def test_encode_rate_share_of_limit():
     r = EncodeRate("x", passages=100, seconds=4.0, limit_per_s=50.0)
     assert r.per_s == 25.0 and r.share_of_limit == 0.5 and r.as_context()["share_of_limit"] == 0.5
+
+
+def test_peak_rss_grows_with_an_allocation():
+    from harness.peak_memory import peak_rss_mib
+
+    before = peak_rss_mib()
+    block = np.ones(64 * 2**20 // 8)  # 64 MiB touched
+    assert block.sum() > 0 and peak_rss_mib() >= before + 32

@@ -7,10 +7,11 @@ from __future__ import annotations
 
 import json
 import math
-import resource
 import sys
 import time
 from pathlib import Path
+
+from harness.peak_memory import peak_rss_mib
 
 import numpy as np
 
@@ -62,7 +63,7 @@ def main(argv: list[str]) -> int:
         out["ann"] = {**tuned.setting.as_context(), "recall_at_10": recall_at_k(found, exact, k),
                       "reached_0.95": tuned.reached, "seconds": secs, "speedup_over_lance_exact":
                       out["lance_exact_s"] / secs, "tried": tuned.tried}
-    out["peak_rss_mib"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    out["peak_rss_mib"] = peak_rss_mib()
     print(json.dumps(out))
     return 0
 

@@ -6,10 +6,11 @@ from __future__ import annotations
 
 import json
 import random
-import resource
 import sys
 import time
 from pathlib import Path
+
+from harness.peak_memory import peak_rss_mib
 
 WORDS = [f"w{i}" for i in range(5000)]
 
@@ -19,10 +20,6 @@ def write_corpus(path: Path, n: int, seed: int = 0) -> None:
     with path.open("w", encoding="utf-8") as fh:
         for i in range(n):
             fh.write(json.dumps({"_id": f"p{i}", "text": " ".join(rng.choices(WORDS, k=60))}) + "\n")
-
-
-def _peak_mib() -> float:
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # Linux: KiB
 
 
 def main(argv: list[str]) -> int:
@@ -37,12 +34,12 @@ def main(argv: list[str]) -> int:
 
     emb = HashingEmbedder(384, cache=NoCache())
     store = LanceStore(root / "db", "corpus", ann_threshold=10**12)
-    before = _peak_mib()
+    before = peak_rss_mib()
     t0 = time.perf_counter()
     st = ingest(store, iter_corpus(corpus), emb, fingerprint=file_fingerprint(emb.name, corpus), batch=1024,
                 total=n, stage="ingest probe")
     print(json.dumps({"passages": n, "rows": st.rows, "seconds": time.perf_counter() - t0,
-                      "peak_rss_mib_before": before, "peak_rss_mib": _peak_mib(),
+                      "peak_rss_mib_before": before, "peak_rss_mib": peak_rss_mib(),
                       "corpus_mib": corpus.stat().st_size / 2**20, "vectors_mib": n * 384 * 4 / 2**20}))
     return 0
 
