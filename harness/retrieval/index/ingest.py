@@ -102,6 +102,8 @@ def ingest(store: Any, items: Iterable[Document | Chunk], embedder: Any, *, fing
         bar.close()
     if store.table_name not in store._tables():  # nothing at all to store: an empty table of the right shape
         _append(store, [], np.zeros((0, embedder.dim), np.float32))
+    if batches > 1 or resumed:  # one file per append: compacted, so a search does not open one per batch
+        store.table.optimize()
     store._build_indices()
     store._manifest_put(fingerprint)
     return IngestStats(len(store), encoded, already, batches, time.perf_counter() - t0, resumed, False)
