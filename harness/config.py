@@ -66,7 +66,8 @@ class RoutingConfig(_Strict):
 
 class FallbackConfig(_Strict):
     web_search_on_incorrect: bool = True
-    max_web_results: int = 10
+    max_web_results: int = 10  # the web results CRAG takes on INCORRECT (§2.3, §7)
+    ambiguous_web_results: int = Field(default=5, ge=1)  # ... and on AMBIGUOUS, beside the corpus's (§2.3)
 
 
 class WSOPConfig(_Strict):

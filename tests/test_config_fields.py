@@ -106,6 +106,7 @@ PROBES: dict[str, tuple[Any, Callable[[HarnessConfig, Path], Any]]] = {
     "wsop.routing.complex_threshold": (0.99, wsop("auto", lambda r: r.detail["complexity"], query=COMPLEX)),
     "wsop.fallback.web_search_on_incorrect": (False, wsop("moderate", lambda r: len(r.hits), score=0.1)),
     "wsop.fallback.max_web_results": (2, wsop("moderate", lambda r: len(r.hits), score=0.1)),
+    "wsop.fallback.ambiguous_web_results": (2, wsop("moderate", lambda r: len(r.hits), score=0.5)),
     "ret.enable_ret": (True, lambda c, t: _run("ret", c, t)[0].detail["skip_reason"]),
     "ret.n_hypotheses": (5, lambda c, t: [x for x, _ in _run("ret", c, t, enable_ret=True)[1].calls
                                           if "candidate answers" in x]),

@@ -101,6 +101,7 @@ class HyDETechnique(Technique):
 class CragParams(CragConfig):
     k: int = 5
     max_web_results: int = 10
+    ambiguous_web_results: int = 5
     generate: bool = True
 
 
@@ -126,7 +127,8 @@ class CRAGTechnique(Technique):
         evaluator = RetrievalEvaluator(crag_scorer(p, s), upper_threshold=p.upper_threshold,
                                        lower_threshold=p.lower_threshold)
         self.crag = CRAG(s.require("retriever"), s.require("web"), evaluator, s.require("llm") if p.generate else None,
-                         strip_threshold=p.strip_threshold, k=p.k, max_web_results=p.max_web_results)
+                         strip_threshold=p.strip_threshold, k=p.k, max_web_results=p.max_web_results,
+                         ambiguous_web_results=p.ambiguous_web_results)
 
     def _run(self, query: Query, trace: Trace) -> TechniqueResult:
         res = self.crag.run(query.text, trace, generate=self.params.generate)

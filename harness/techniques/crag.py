@@ -170,10 +170,11 @@ class CragResult:
 class CRAG:
     def __init__(self, retriever, web: WebSearch, evaluator: RetrievalEvaluator, llm: LLMClient | None, *,
                  strip_scorer: Scorer | None = None, strip_threshold: float = 0.5, k: int = 5,
-                 max_web_results: int = 10):
+                 max_web_results: int = 10, ambiguous_web_results: int = 5):
         self.retriever, self.web, self.evaluator, self.llm = retriever, web, evaluator, llm
         self.strip_scorer = strip_scorer or evaluator.scorer
         self.strip_threshold, self.k, self.max_web_results = strip_threshold, k, max_web_results
+        self.ambiguous_web_results = ambiguous_web_results  # the protocol's §2.3: 10 on INCORRECT, 5 on AMBIGUOUS
         self.template = load_prompts("crag")["generate"]["user"]
 
     def correct(self, query: str, docs: list[Hit], trace: Trace) -> tuple[str, float, list[Hit]]:
@@ -188,7 +189,7 @@ class CRAG:
         if action == CORRECT:
             return action, conf, corpus
         with trace.stage("web_search"):
-            n = self.max_web_results if action == INCORRECT else max(1, self.max_web_results // 2)
+            n = self.max_web_results if action == INCORRECT else self.ambiguous_web_results
             web = self.web.search(query, num_results=n)
         trace.event("web_search", results=len(web))
         return action, conf, (web if action == INCORRECT else corpus + web)

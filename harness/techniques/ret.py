@@ -27,6 +27,10 @@ from harness.types import Hit, Trace
 
 log = logging.getLogger("rag_harness.ret")
 COVERAGE_HEADER = "HYPOTHESIS EVIDENCE COVERAGE"
+# the proposal's fixed numbers that it gives no setting (README "Defaults the sources fix")
+MIN_FINGERPRINT_TOKENS = 2  # a fingerprint is found in a document holding at least 2 of its tokens
+MIN_TOTAL_FINGERPRINTS = 2  # fewer fingerprints over all hypotheses: RET is skipped as a parse failure
+FOCUS_TERMS = 2  # a fingerprint query carries the question's top 2 focus terms
 _TOKEN = re.compile(r"[a-z0-9]+(?:\.[0-9]+)?")
 
 
@@ -151,7 +155,8 @@ def _fingerprints_per_hypothesis(hypotheses: Sequence[Hypothesis], question: str
             facts: list[str] = []
             for line in ("- " + text.split("\n\n")[0]).splitlines():
                 fact = clean_item(line)
-                if fact and len(tokens(fact)) >= 2 and fact.lower() not in {f.lower() for f in facts}:
+                matchable = len(tokens(fact)) >= MIN_FINGERPRINT_TOKENS  # fewer tokens can never be found
+                if fact and matchable and fact.lower() not in {f.lower() for f in facts}:
                     facts.append(fact)
             if facts:
                 out[h.hypothesis] = facts[:k]
@@ -160,11 +165,12 @@ def _fingerprints_per_hypothesis(hypotheses: Sequence[Hypothesis], question: str
 
 # ---------------------------------------------------------------- scoring and prompts
 def fingerprint_coverage(text: str, fingerprints: Sequence[str]) -> float:
-    """Fraction of fingerprints with at least 2 of their tokens in the document's title+text."""
+    """Fraction of fingerprints with at least MIN_FINGERPRINT_TOKENS (2) of their tokens in the document's
+    title+text."""
     if not fingerprints:
         return 0.0
     doc = tokens(text)
-    return sum(len(tokens(f) & doc) >= 2 for f in fingerprints) / len(fingerprints)
+    return sum(len(tokens(f) & doc) >= MIN_FINGERPRINT_TOKENS for f in fingerprints) / len(fingerprints)
 
 
 def blended_relevance(existing: float, coverage: float, weight: float = 0.35) -> float:
@@ -174,18 +180,19 @@ def blended_relevance(existing: float, coverage: float, weight: float = 0.35) ->
 
 def fingerprint_queries(fingerprints: dict[str, list[str]], focus_terms: Sequence[str] = (),
                         max_queries: int = 6) -> list[str]:
-    """Fingerprints as queries (round-robin over hypotheses), each joined with the top 2 focus terms."""
+    """Fingerprints as queries (round-robin over hypotheses), each joined with the top FOCUS_TERMS (2) focus
+    terms."""
     lists = [list(v) for v in fingerprints.values()]
     flat, i = [], 0
     while any(lists) and len(flat) < max_queries:
         if lists[i % len(lists)]:
             flat.append(lists[i % len(lists)].pop(0))
         i += 1
-    focus = " ".join(focus_terms[:2])
+    focus = " ".join(focus_terms[:FOCUS_TERMS])
     return [f"{f} {focus}".strip() for f in flat]
 
 
-def focus_terms(question: str, n: int = 2) -> list[str]:
+def focus_terms(question: str, n: int = FOCUS_TERMS) -> list[str]:
     """The question's longest content words (a simple stand-in for decomposition focus terms)."""
     return sorted(tokens(question), key=lambda t: (-len(t), t))[:n]
 
@@ -201,17 +208,17 @@ def build_retrieval_plan(question: str, fingerprints: dict[str, list[str]], conf
 
 
 def coverage_table(hypotheses: Sequence[Hypothesis], fingerprints: dict[str, list[str]], docs: Sequence[Hit],
-                   *, max_tokens: int = 400) -> str:
-    """Per hypothesis: fingerprints found in the evidence / total, and the top passage (60 chars) per
-    found fingerprint; truncated to stay under `max_tokens` whitespace tokens."""
+                   *, max_tokens: int = 400, passage_chars: int = 60) -> str:
+    """Per hypothesis: fingerprints found in the evidence / total, and the top passage (`passage_chars`
+    characters) per found fingerprint; truncated to stay under `max_tokens` whitespace tokens."""
     lines = [COVERAGE_HEADER, "(a weak prior: retrieved evidence may contradict it)"]
     for h in hypotheses:
         fps = fingerprints.get(h.hypothesis, [])
         found = []
         for f in fps:
             best = max(docs, key=lambda d: len(tokens(f) & tokens(d.text)), default=None)
-            if best is not None and len(tokens(f) & tokens(best.text)) >= 2:
-                found.append((f, best.text[:60].replace("\n", " ")))
+            if best is not None and len(tokens(f) & tokens(best.text)) >= MIN_FINGERPRINT_TOKENS:
+                found.append((f, best.text[:passage_chars].replace("\n", " ")))
         lines.append(f"- {h.hypothesis}: {len(found)}/{len(fps)} fingerprints found")
         lines.extend(f"  * {f[:80]} <- \"{p}\"" for f, p in found)
     out: list[str] = []
@@ -319,7 +326,7 @@ class RET:
         total = sum(len(v) for v in fps.values())
         base.hypotheses, base.fingerprints = hyps, fps
         self._account(base, t0, calls0)
-        if total < 2:
+        if total < MIN_TOTAL_FINGERPRINTS:
             return skip("parse_failure")
         plan = build_retrieval_plan(question, fps, self.config)
         with trace.stage("retrieval_round_fingerprint"):

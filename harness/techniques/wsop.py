@@ -125,7 +125,8 @@ class WSOPPipeline:
         self.rewriter = rewriter or LLMRewriter(llm, max_tokens=r.max_length, prompt_variant=prompt_variant)
         fb = config.fallback
         self.crag = CRAG(retriever, web if fb.web_search_on_incorrect else NoWebSearch(), evaluator, None,
-                         strip_threshold=config.crag.strip_threshold, k=top_k, max_web_results=fb.max_web_results)
+                         strip_threshold=config.crag.strip_threshold, k=top_k, max_web_results=fb.max_web_results,
+                         ambiguous_web_results=fb.ambiguous_web_results)
         self.classifier = classifier or ComplexityClassifier.from_jsonl(
             simple_threshold=config.routing.simple_threshold, complex_threshold=config.routing.complex_threshold,
             seed=seed)
