@@ -1138,6 +1138,14 @@ def _judge_blind(mp: Any) -> None:
     mp.setattr(LLMJudge, "supported", lambda self, item, **kw: orig(self, dataclasses.replace(item, context=""), **kw))
 
 
+@control("judge-one-label", breaks="the LLM judge calls every claim supported, whatever the claim and its context "
+                                   "(no model call)")
+def _judge_one_label(mp: Any) -> None:
+    from harness.judge.llm_judge import LLMJudge
+
+    mp.setattr(LLMJudge, "supported", lambda self, item, **kw: True)
+
+
 @control("judge-second-ruling-random", breaks="the judge's fresh (second) rulings are coin flips")
 def _judge_coin(mp: Any) -> None:
     import random

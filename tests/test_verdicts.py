@@ -46,6 +46,9 @@ def test_wilson_hand_computed_and_statsmodels():
     from statsmodels.stats.proportion import proportion_confint
 
     assert wilson_interval(0, 35) == pytest.approx((0.0, 0.098901), abs=1e-6)  # centre = half = 0.0494505
+    # the bound at 0 (or n) successes is exact, not a rounding residue: upper = z²/(n + z²) = 3.841459/53.841459
+    assert wilson_interval(0, 50)[0] == 0.0 and wilson_interval(0, 50)[1] == pytest.approx(0.071347, abs=1e-6)
+    assert wilson_interval(50, 50)[1] == 1.0 and wilson_interval(50, 50)[0] == pytest.approx(0.928653, abs=1e-6)
     for k, n in ((0, 35), (7, 10), (29, 30), (15, 30)):
         assert wilson_interval(k, n) == pytest.approx(proportion_confint(k, n, method="wilson"), abs=1e-12)
 

@@ -24,10 +24,11 @@ from typing import Any, Hashable, Sequence
 
 import numpy as np
 
+from harness.stats.effect import Effect, proportion_effect
 from harness.stats.intervals import Interval, wilson_interval
 
-__all__ = ["JudgeReliability", "KAPPA_FLOOR", "FLIP_CEILING", "accuracy", "cohen_kappa", "flip_rate",
-           "hold_on_unreliable_judge", "kappa_interval", "krippendorff_alpha", "majority_verdict"]
+__all__ = ["JudgeReliability", "KAPPA_FLOOR", "FLIP_CEILING", "accuracy", "cohen_kappa", "flip_effect", "flip_rate",
+           "hold_on_unreliable_judge", "kappa_effect", "kappa_interval", "krippendorff_alpha", "majority_verdict"]
 
 KAPPA_FLOOR = 0.4
 FLIP_CEILING = 0.2
@@ -78,6 +79,16 @@ def flip_rate(first: Sequence[Hashable], second: Sequence[Hashable]) -> float:
     if len(first) != len(second):
         raise ValueError(f"{len(first)} first rulings for {len(second)} second ones")
     return sum(x != y for x, y in zip(first, second)) / len(first) if len(first) else math.nan
+
+
+def flip_effect(first: Sequence[bool | None], second: Sequence[bool | None], *,
+                confidence: float = 0.95) -> Effect:
+    """The flip rate as a rate with its Wilson interval, over the items ruled on both times (None: a failed
+    ruling), for a verdict on self-consistency."""
+    if len(first) != len(second):
+        raise ValueError(f"{len(first)} first rulings for {len(second)} second ones")
+    return proportion_effect([x != y for x, y in zip(first, second) if x is not None and y is not None],
+                             confidence=confidence)
 
 
 def krippendorff_alpha(ratings: Sequence[Sequence[Hashable | None]]) -> float:
@@ -171,6 +182,15 @@ class JudgeReliability:
         one_label = len(set(vs)) == 1 and len(set(ys)) > 1
         return cls(judge, labelled_set, len(pairs), cohen_kappa(vs, ys), kappa_interval(vs, ys, seed=seed), acc,
                    acc_ci, flips, flip_n, len(verdicts) - len(pairs), temperature, dict(notes), kappa_exact=one_label)
+
+
+def kappa_effect(rel: JudgeReliability) -> Effect:
+    """A judge's κ as an Effect for a verdict: its 95% bootstrap interval, the per-item SD that interval implies
+    (width / (2·1.96) · √n, for the queries needed and the MDE), exact when the judge gave every item one label."""
+    lo, hi = rel.kappa_ci
+    sd = (hi - lo) / (2 * 1.959964) * math.sqrt(rel.n) if rel.n and math.isfinite(hi - lo) else math.nan
+    return Effect("kappa", rel.kappa, rel.kappa_ci, rel.n, sd, interval_method="percentile bootstrap",
+                  exact=rel.kappa_exact)
 
 
 def hold_on_unreliable_judge(record: dict[str, Any], judges: dict[str, Any] | list[dict[str, Any]] | None) -> None:

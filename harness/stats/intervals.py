@@ -112,7 +112,10 @@ def wilson_interval(successes: int, n: int, *, confidence: float = 0.95) -> Inte
     p = successes / n
     centre = (p + z * z / (2 * n)) / (1 + z * z / n)
     half = z * np.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / (1 + z * z / n)
-    return (float(max(0.0, centre - half)), float(min(1.0, centre + half)))
+    # no successes (all successes): centre = half exactly, so the bound is 0 (1), not rounding's 7e-18
+    lo = 0.0 if successes == 0 else max(0.0, centre - half)
+    hi = 1.0 if successes == n else min(1.0, centre + half)
+    return (float(lo), float(hi))
 
 
 def agresti_min_interval(candidate: Sequence[float], baseline: Sequence[float], *,

@@ -1,0 +1,91 @@
+"""The first look's claims (`harness/first_look/claims.yaml`), decided on recorded traffic of SmolLM2-135M.
+
+The judge claims replay the integration tier's recording of the local judge on the 68 hand-labelled retail-KB
+claims (each ruled twice: the second time with another seed, uncached; `specs/test_judge_integration.py` makes the
+same requests), HyDE's claim the recording of its hypothetical documents for two questions of the mini set
+(`specs/test_hyde_integration.py`). A request that is not in its cassette fails with how to re-record; the
+network is blocked (the integration tier's `block_network`).
+"""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from harness.controls import active_control
+
+pytestmark = pytest.mark.vcr
+CASSETTES = Path(__file__).resolve().parents[2] / "fixtures" / "cassettes"
+JUDGE_CASSETTE = "test_judge_integration/test_recorded_judge_on_the_hand_labelled_set[JUDGE-FLAG-HAND]"
+HYDE_QUERIES = ["why does a wing stall at high angle of attack", "how are refunds paid for gift card purchases"]
+
+
+@pytest.fixture(scope="module")
+def vcr_cassette_dir() -> str:
+    """The repository's cassettes: the first look replays what the integration tier replays."""
+    return str(CASSETTES)
+
+
+@pytest.fixture(scope="module")
+def judge_studies() -> dict[Any, Any]:
+    """The judge's agreement study per negative control in force (None: the real one), computed once each."""
+    return {}
+
+
+def _judge_study(studies: dict[Any, Any], recorded_llm: Any) -> Any:
+    from harness.judge import LLMJudge
+    from harness.judge.labelled import load_labelled_answers
+    from harness.judge.study import measure_agreement
+
+    key = active_control()
+    if key not in studies:
+        items = [c for a in load_labelled_answers() for c in a.claim_items()]
+        studies[key] = measure_agreement([LLMJudge(recorded_llm.with_role("judge"))], items,
+                                         "retail_kb hand-labelled", seed=0)
+    return studies[key]
+
+
+def _judge_context(study: Any, rel: Any, recorded_llm: Any) -> dict[str, Any]:
+    return {"model": recorded_llm.label, "dataset": "retail_kb", "judge": rel.judge, "available": len(study.items),
+            "failed_rulings": rel.failures, "temperature": rel.temperature, "traffic": "replayed",
+            "cassette": f"fixtures/cassettes/{JUDGE_CASSETTE}.yaml"}
+
+
+@pytest.mark.default_cassette(JUDGE_CASSETTE)
+@pytest.mark.spec("FIRST-LOOK-JUDGE-CONSISTENT")
+def test_judge_rules_the_same_way_again(judge_studies, recorded_llm, check):
+    from harness.judge.reliability import flip_effect
+
+    study = _judge_study(judge_studies, recorded_llm)
+    rel = next(r for name, r in study.reliability.items() if name != "lexical")
+    effect = flip_effect(study.first[rel.judge], study.second[rel.judge])
+    check("FIRST-LOOK-JUDGE-CONSISTENT", effect, **_judge_context(study, rel, recorded_llm), seeds=[0, 1])
+
+
+@pytest.mark.default_cassette(JUDGE_CASSETTE)
+@pytest.mark.spec("FIRST-LOOK-JUDGE-ABOVE-CHANCE", "FIRST-LOOK-JUDGE-MODERATE")
+def test_judge_agrees_with_the_hand_labels(judge_studies, recorded_llm, spec, check):
+    from harness.judge.reliability import kappa_effect
+
+    study = _judge_study(judge_studies, recorded_llm)
+    rel = next(r for name, r in study.reliability.items() if name != "lexical")
+    lexical = study.reliability["lexical"]
+    check(spec.id, kappa_effect(rel), **_judge_context(study, rel, recorded_llm), accuracy=rel.accuracy,
+          accuracy_ci=list(rel.accuracy_ci), lexical_kappa=lexical.kappa, lexical_kappa_ci=list(lexical.kappa_ci))
+
+
+@pytest.mark.spec("FIRST-LOOK-HYDE-DIFFERS")
+@pytest.mark.parametrize("query", [
+    pytest.param(q, id=name, marks=pytest.mark.default_cassette(
+        f"test_hyde_integration/test_hyde_embedding_differs_from_query[HYDE-002-{q}]"))
+    for name, q in zip(("stall", "refund"), HYDE_QUERIES)])
+def test_hyde_vector_differs_from_the_query(query, recorded_llm, embedder, check):
+    from harness.techniques.hyde import HyDE
+
+    res = HyDE(recorded_llm, embedder).expand(query)
+    cos = float(res.vector @ embedder.encode([query])[0])
+    # a HyDE that fell back to the raw query measured the fallback: a pass would read inconclusive
+    check("FIRST-LOOK-HYDE-DIFFERS", cos, model=recorded_llm.label, dataset="mini", query=query,
+          fallback_rate=float(res.used_fallback), technique="hyde", traffic="replayed",
+          hypothetical_document=(res.documents or [""])[0][:300])
