@@ -3,8 +3,10 @@
 Small models often copy their prompt into the reasoning: the question, the numbered sources, the instruction
 template. None of that is reasoning. A row's reasoning is split into sentences, and a sentence counts only when it
 is none of:
-- copied from the prompt: at least 80% of its words lie in runs of four or more words that the prompt (E4's
-  system prompt, the rendered user prompt with the row's sources and question) also has;
+- copied from the prompt: more than 85% of its words lie in runs of four or more words that one part of the
+  prompt also has (E4's system prompt, the question, one numbered source). A sentence spliced from the question
+  and a source ("The extended warranty for pianos costs $79 per year": the question's words, a source's
+  figure) is the model's own claim, not a copy;
 - a restatement of the question or of the instructions: it has no content word beyond theirs, or it is itself a
   question (ends in "?");
 - the answer again: no content word beyond the answer's and the question's, or an "The answer is ..." line
@@ -21,9 +23,9 @@ from typing import Any
 
 from harness.techniques.parsing import CONTENT_STOPWORDS
 
-__all__ = ["has_reasoning", "novel_reasoning", "prompt_of", "specific_reasoning"]
+__all__ = ["has_reasoning", "novel_reasoning", "prompt_of", "prompt_parts", "specific_reasoning"]
 
-COPY_NGRAM, COPY_SHARE = 4, 0.8
+COPY_NGRAM, COPY_SHARE = 4, 0.85
 _LABELS = frozenset("step steps answer question context source reasoning final json".split())
 _MARKER = re.compile(r"^\s*(?:(?:step\s*\d+|\d{1,2}|[a-e])\s*[:.)]|[-*\u2022]+|(?:question|answer|final answer|"
                      r"reasoning(?:_steps)?|context)\s*:)\s*", re.I)
@@ -51,25 +53,37 @@ def _templates() -> tuple[str, str]:
     return p["e4_system"], p["user"]
 
 
+def prompt_parts(row: dict[str, Any]) -> list[str]:
+    """The parts of the prompt E4 sent for a result row: its system prompt, the user prompt's fixed text with the
+    question, and each numbered source."""
+    system, user = _templates()
+    sources = [f"[Source {i}: {c.get('metadata', {}).get('filename', c.get('chunk_id', ''))}] {c['text']}"
+               for i, c in enumerate(row.get("retrieved_chunks") or [], 1)]
+    return [system, user.format(sources="", query=row.get("query", "")), *sources]
+
+
 def prompt_of(row: dict[str, Any]) -> str:
     """The prompt E4 sent for a result row: its system prompt and the user prompt with the row's sources."""
     from harness.prompts import render
 
     system, user = _templates()
-    sources = "\n\n".join(f"[Source {i}: {c.get('metadata', {}).get('filename', c.get('chunk_id', ''))}] {c['text']}"
-                          for i, c in enumerate(row.get("retrieved_chunks") or [], 1))
+    sources = "\n\n".join(prompt_parts(row)[2:])
     return system + "\n" + render(user, sources=sources, query=row.get("query", ""))
 
 
-def _copied(tokens: list[str], prompt: str) -> bool:
-    """At least COPY_SHARE of the words lie in COPY_NGRAM-word runs the prompt has (all of a shorter sentence)."""
+def _copied(tokens: list[str], parts: list[str]) -> bool:
+    """More than COPY_SHARE of the words lie in COPY_NGRAM-word runs that one part of the prompt has (a shorter
+    sentence: all of it in one part). `parts` are token strings padded with spaces."""
     if len(tokens) < COPY_NGRAM:
-        return f" {' '.join(tokens)} " in prompt
-    covered = [False] * len(tokens)
-    for i in range(len(tokens) - COPY_NGRAM + 1):
-        if f" {' '.join(tokens[i:i + COPY_NGRAM])} " in prompt:
-            covered[i:i + COPY_NGRAM] = [True] * COPY_NGRAM
-    return sum(covered) >= COPY_SHARE * len(tokens)
+        return any(f" {' '.join(tokens)} " in part for part in parts)
+    for part in parts:
+        covered = [False] * len(tokens)
+        for i in range(len(tokens) - COPY_NGRAM + 1):
+            if f" {' '.join(tokens[i:i + COPY_NGRAM])} " in part:
+                covered[i:i + COPY_NGRAM] = [True] * COPY_NGRAM
+        if sum(covered) > COPY_SHARE * len(tokens):
+            return True
+    return False
 
 
 def novel_reasoning(row: dict[str, Any]) -> list[str]:
@@ -79,7 +93,7 @@ def novel_reasoning(row: dict[str, Any]) -> list[str]:
     if not reasoning.strip():
         return []
     system, _ = _templates()
-    prompt = f" {' '.join(_tokens(prompt_of(row)))} "
+    parts = [f" {' '.join(_tokens(p))} " for p in prompt_parts(row)]
     question = _content(_tokens(row.get("query", ""))) | _content(_tokens(system))
     answer = _content(_tokens(row.get("llm_answer") or ""))
     out = []
@@ -87,7 +101,7 @@ def novel_reasoning(row: dict[str, Any]) -> list[str]:
         sentence = _MARKER.sub("", _MARKER.sub("", raw.strip())).strip()
         tokens = _tokens(sentence)
         words = _content(tokens)
-        if not words or sentence.endswith("?") or _copied(tokens, prompt) or words <= question | answer:
+        if not words or sentence.endswith("?") or _copied(tokens, parts) or words <= question | answer:
             continue
         if _ANSWER_LEAD.match(sentence) and not _BECAUSE.search(sentence):
             continue
