@@ -44,9 +44,10 @@ class DetectorScore:
 
     @property
     def worst(self) -> float:
-        """min(precision, recall): a detector is as good as its weaker side (nan when either is undefined)."""
-        return min(self.precision, self.recall) if not (math.isnan(self.precision) or math.isnan(self.recall)) \
-            else math.nan
+        """min(precision, recall) over the sides that are defined: a detector is as good as its weaker side (one
+        that finds nothing where there is something to find has recall 0); nan when neither is defined."""
+        sides = [x for x in (self.precision, self.recall) if not math.isnan(x)]
+        return min(sides) if sides else math.nan
 
     def as_context(self) -> dict[str, Any]:
         return {"precision": self.precision, "recall": self.recall, "tp": self.tp, "fp": self.fp, "fn": self.fn,

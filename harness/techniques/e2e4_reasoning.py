@@ -30,7 +30,8 @@ _LABELS = frozenset("step steps answer question context source reasoning final j
 _MARKER = re.compile(r"^\s*(?:(?:step\s*\d+|\d{1,2}|[a-e])\s*[:.)]|[-*\u2022]+|(?:question|answer|final answer|"
                      r"reasoning(?:_steps)?|context)\s*:)\s*", re.I)
 _SPLIT = re.compile(r"(?<=[.!?])\s+|\n+")
-_ANSWER_LEAD = re.compile(r"^\W*(?:the )?(?:final )?answer(?: to (?:this|the|your) question)? is\b", re.I)
+_ANSWER_LEAD = re.compile(r"^\W*(?:(?:the )?(?:final )?answer(?: to (?:this|the|your) question)? is\b|(?:final )?"
+                          r"answer\s*:)", re.I)
 _BECAUSE = re.compile(r"\b(?:because|since|therefore|so|as|given|thus)\b", re.I)
 _CITE = re.compile(r"\bsource\s*\d+\b", re.I)
 
@@ -103,7 +104,7 @@ def novel_reasoning(row: dict[str, Any]) -> list[str]:
         words = _content(tokens)
         if not words or sentence.endswith("?") or _copied(tokens, parts) or words <= question | answer:
             continue
-        if _ANSWER_LEAD.match(sentence) and not _BECAUSE.search(sentence):
+        if (_ANSWER_LEAD.match(raw) or _ANSWER_LEAD.match(sentence)) and not _BECAUSE.search(sentence):
             continue
         out.append(sentence)
     return out
