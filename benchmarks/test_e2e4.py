@@ -17,7 +17,7 @@ from harness.stats.effect import paired_effect, proportion_effect
 from harness.techniques.e2e4_eval import (abstains, all_queries_figure, compare, context_recall, handles_out_of_kb,
                                          load_rows, summarize)
 from harness.metrics.text import answer_match
-from harness.techniques.parsing import content_words
+from harness.techniques.e2e4_reasoning import has_reasoning, specific_reasoning
 
 pytestmark = pytest.mark.benchmark
 KB = Path(__file__).resolve().parents[1] / "fixtures" / "retail_kb"
@@ -60,9 +60,12 @@ def test_all_queries_processed(study, spec, check):
 def test_e4_with_reasoning(study, check):
     rows = study["rows"]["e4"]
     structured = float(np.mean([r.get("structured_output", False) for r in rows])) if rows else 0.0
-    reasoned = sum(bool((r["reasoning_steps"] or "").strip()) for r in rows)
+    reasoned = sum(has_reasoning(r) for r in rows)  # reasoning of its own: an echoed prompt does not count
     value, why = all_queries_figure(study["selected"], study["total"], reasoned)
-    check("E2E4-FR6-1", value, **_ctx(study, structured_json_rate=structured, with_reasoning=reasoned, **why))
+    check("E2E4-FR6-1", value, **_ctx(study, structured_json_rate=structured, with_reasoning=reasoned,
+                                      with_any_reasoning_text=sum(bool((r["reasoning_steps"] or "").strip())
+                                                                  for r in rows),
+                                      detector="harness.techniques.e2e4_reasoning.has_reasoning", **why))
 
 
 @pytest.mark.spec("E2E4-SC-1")
@@ -98,13 +101,10 @@ def test_reranked_context_more_relevant(study, check, measure):
 
 @pytest.mark.spec("E2E4-FR6-2")
 def test_reasoning_specific(study, check):
-    specific = []
-    for r in study["rows"]["e4"]:
-        steps = (r["reasoning_steps"] or "").lower()
-        files = {c["metadata"]["filename"].lower() for c in r["retrieved_chunks"]}
-        specific.append(any(f in steps or f[:-3] in steps for f in files)
-                        or len(content_words(steps) & content_words(r["query"])) >= 2)
-    check("E2E4-FR6-2", proportion_effect(specific), **_ctx(study, available=len(specific)))
+    specific = [specific_reasoning(r) for r in study["rows"]["e4"]]  # context beyond the question's own words
+    check("E2E4-FR6-2", proportion_effect(specific), **_ctx(study, available=len(specific),
+                                                            detector="harness.techniques.e2e4_reasoning"
+                                                                     ".specific_reasoning"))
 
 
 @pytest.mark.spec("E2E4-FR6-3")
@@ -141,7 +141,8 @@ def negatives_study(llm, embedder, harness_config, qa_set, tmp_path_factory):
         out = {"id": item.id, "false_premise": item.false_premise}
         for e, pipe in pipes.items():
             answer = pipe.run(item.text).answer
-            out[e] = {"answer": answer, "safe": handles_out_of_kb(answer, false_premise=item.false_premise),
+            out[e] = {"answer": answer, "safe": handles_out_of_kb(answer, false_premise=item.false_premise,
+                                                                  question=item.text),
                       "matches_gold": bool(answer_match(answer, list(item.answers)))}
         return out
 

@@ -978,6 +978,39 @@ def _no_abstain(mp: Any) -> None:
     replace_everywhere(mp, e2e4_eval.abstains, lambda answer: False)
 
 
+@control("abstention-detector-loose", breaks="the abstention detector before issue 31: any 'unknown' or "
+                                             "'insufficient' anywhere in an answer reads as an abstention")
+def _loose_abstain(mp: Any) -> None:
+    from harness.metrics import detectors, qa
+
+    replace_everywhere(mp, qa.is_abstention, detectors.loose_abstention)
+
+
+@control("premise-detector-loose", breaks="the premise detector before issue 31: any negation ('is not', 'never') "
+                                          "reads as rejecting the question's premise")
+def _loose_premise(mp: Any) -> None:
+    from harness.metrics import detectors, qa
+
+    replace_everywhere(mp, qa.rejects_premise, detectors.loose_rejects_premise)
+
+
+@control("reasoning-detector-counts-echo", breaks="any non-empty E4 reasoning counts, an echoed prompt included")
+def _loose_reasoning(mp: Any) -> None:
+    from harness.metrics import detectors
+    from harness.techniques import e2e4_reasoning
+
+    replace_everywhere(mp, e2e4_reasoning.has_reasoning, detectors.loose_has_reasoning)
+
+
+@control("specificity-counts-question-words", breaks="E4 reasoning reads as specific when it shares two words with "
+                                                     "the question or names a page, an echoed prompt included")
+def _loose_specific(mp: Any) -> None:
+    from harness.metrics import detectors
+    from harness.techniques import e2e4_reasoning
+
+    replace_everywhere(mp, e2e4_reasoning.specific_reasoning, detectors.loose_specific_reasoning)
+
+
 @control("ret-returns-baseline", breaks="RET-on selects exactly what RET-off selects (the stage is skipped)")
 def _ret_baseline(mp: Any) -> None:
     from harness.techniques.ret import RET

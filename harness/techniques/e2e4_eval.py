@@ -20,12 +20,12 @@ _CITE = re.compile(r"\[\s*source\s*\d+|\bsource\s*\d+\b|\b[\w-]+\.md\b", re.IGNO
 abstains = is_abstention  # one abstention detector for every claim (harness.metrics.qa.ABSTENTION_PATTERNS)
 
 
-def handles_out_of_kb(answer: str, *, false_premise: bool = False) -> bool:
+def handles_out_of_kb(answer: str, *, false_premise: bool = False, question: str = "") -> bool:
     """The right response to a question the KB cannot answer: an abstention, or for a false-premise question
-    (FreshQA) a rejection of the premise (`harness.metrics.qa.rejects_premise`)."""
-    from harness.metrics.qa import rejects_premise
+    (FreshQA) a rejection of the premise (`harness.metrics.qa.rejects_premise`, which reads the question too)."""
+    from harness.metrics import qa
 
-    return abstains(answer) or (false_premise and rejects_premise(answer))
+    return abstains(answer) or (false_premise and qa.rejects_premise(answer, question))
 
 
 def cites(answer: str) -> bool:
