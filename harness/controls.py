@@ -1037,6 +1037,22 @@ def _rpm_ignored(mp: Any) -> None:
     mp.setattr(limits.RateWindow, "take", lambda self, n=1.0: [self._clock.monotonic(), n])  # a slot, never a wait
 
 
+@control("rate-window-not-carried", breaks="a resumed run starts with an empty rate window: the requests the killed "
+                                           "run sent in its last minute no longer count")
+def _window_not_carried(mp: Any) -> None:
+    from pathlib import Path
+
+    from harness.llm import limits
+
+    orig = limits.RateWindow.carry
+
+    def carry(self, path):
+        Path(path).unlink(missing_ok=True)  # what the killed run left is forgotten; the window is still written
+        return orig(self, path)
+
+    mp.setattr(limits.RateWindow, "carry", carry)
+
+
 @control("server-errors-not-retried", breaks="a 500 or a timeout is a permanent failure (no 1/2/4 s retries)")
 def _no_retry(mp: Any) -> None:
     from harness.llm import client
