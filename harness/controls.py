@@ -1017,6 +1017,15 @@ def _serial_retrieval(mp: Any) -> None:
     mp.setattr(Retriever, "retrieve_many", retrieve_many)
 
 
+# ---------------------------------------------------------------- the report
+@control("catalogue-datasets-ignored", breaks="the report reads a claim from whichever of its catalogue datasets "
+                                              "ran, with no line for those that did not (the silent subset)")
+def _datasets_ignored(mp: Any) -> None:
+    from harness.report import summary
+
+    mp.setattr(summary, "_bind_datasets", lambda spec, entries: [])
+
+
 # ---------------------------------------------------------------- live runs (issue #17)
 @control("llm-calls-serialised", breaks="the LLM client lets one call at a time through, whatever its concurrency")
 def _serialised(mp: Any) -> None:
