@@ -99,8 +99,8 @@ def _holm(rows: list[dict[str, Any]], catalogue: Catalogue, alpha: float = 0.05)
 def not_run_entry(dataset: str) -> dict[str, Any]:
     """The entry of a catalogue dataset that no check of the spec recorded."""
     return {"dataset": dataset, "verdict": NOT_RUN, "value": None,
-            "reason": f"not run on {dataset}: no check of this claim recorded it (not under the data directory, or "
-                      "not selected in harness.datasets)"}
+            "reason": f"not run on {dataset}: no check of this claim recorded it (the set is not under the data "
+                      "directory or not selected, or its test stopped before its check)"}
 
 
 def _bind_datasets(spec: Spec, entries: list[dict[str, Any]]) -> list[str]:
