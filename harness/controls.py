@@ -1050,6 +1050,15 @@ def _serial_retrieval(mp: Any) -> None:
     mp.setattr(Retriever, "retrieve_many", retrieve_many)
 
 
+# ---------------------------------------------------------------- the report
+@control("catalogue-datasets-ignored", breaks="the report reads a claim from whichever of its catalogue datasets "
+                                              "ran, with no line for those that did not (the silent subset)")
+def _datasets_ignored(mp: Any) -> None:
+    from harness.report import summary
+
+    mp.setattr(summary, "_bind_datasets", lambda spec, entries: [])
+
+
 # ---------------------------------------------------------------- live runs (issue #17)
 @control("llm-calls-serialised", breaks="the LLM client lets one call at a time through, whatever its concurrency")
 def _serialised(mp: Any) -> None:
@@ -1068,6 +1077,22 @@ def _rpm_ignored(mp: Any) -> None:
     from harness.llm import limits
 
     mp.setattr(limits.RateWindow, "take", lambda self, n=1.0: [self._clock.monotonic(), n])  # a slot, never a wait
+
+
+@control("rate-window-not-carried", breaks="a resumed run starts with an empty rate window: the requests the killed "
+                                           "run sent in its last minute no longer count")
+def _window_not_carried(mp: Any) -> None:
+    from pathlib import Path
+
+    from harness.llm import limits
+
+    orig = limits.RateWindow.carry
+
+    def carry(self, path):
+        Path(path).unlink(missing_ok=True)  # what the killed run left is forgotten; the window is still written
+        return orig(self, path)
+
+    mp.setattr(limits.RateWindow, "carry", carry)
 
 
 @control("server-errors-not-retried", breaks="a 500 or a timeout is a permanent failure (no 1/2/4 s retries)")

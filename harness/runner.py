@@ -183,6 +183,13 @@ def run_experiments(kb_dir: str | Path, out_dir: str | Path, *, experiments: Seq
         for q in queries:
             if q.query_id in done:
                 log.debug("%s: skip %s (already done)", name, q.query_id)
+    # the API's rate window is resumable state too: read (after the results, so a resume waiting on a killed run
+    # reads what it sent last) and kept beside them, the requests the killed run sent still count
+    carry = getattr(services.llm, "carry_rate_windows", None)
+    if carry is not None:
+        carried = carry(out)
+        if carried:
+            log.info("rate window: %d request(s)/token slot(s) of an earlier run still count", carried)
     # query-major: the pipelines of one query run side by side, a bounded window of queries in flight
     for i, q in enumerate(queries, 1):
         for name in experiments:

@@ -9,6 +9,7 @@ import json
 import threading
 import time
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Callable, Sequence, TypeVar
 
 import numpy as np
@@ -19,7 +20,7 @@ from harness.config import LLMSettings, ModelPrice
 from harness.llm.cache import ResponseCache, cache_key
 from harness.llm.clock import REAL_CLOCK, Clock
 from harness.llm.failures import FatalModelError, fatal_error, fatal_kind
-from harness.llm.limits import AdaptiveLimit, RateWindow
+from harness.llm.limits import RATE_WINDOW_FILE, AdaptiveLimit, RateWindow
 from harness.llm.meter import METER
 from harness.llm.spend import BudgetExhausted, Spend
 from harness.parallel import ordered_map
@@ -233,6 +234,12 @@ class LLMClient:
         """The same model, settings and cache, its calls recorded under another role (e.g. "judge": the spend
         report keeps judge tokens and cost apart from the pipeline's); fresh stats."""
         return self._copy(role=role)
+
+    def carry_rate_windows(self, directory: str | Path) -> int:
+        """Keep the client's requests- and tokens-per-minute windows in `directory` (`.rate-window-*.json`), so a
+        run resumed from there counts what the killed one sent (RateWindow.carry); the slots read."""
+        windows = (("requests", self._rpm), ("tokens", self._tpm))
+        return sum(w.carry(Path(directory) / RATE_WINDOW_FILE.format(name)) for name, w in windows if w is not None)
 
     def unit_price(self) -> ModelPrice | None:
         """USD per million tokens: the declared price, else litellm's bundled cost map (read locally), else None."""

@@ -5,6 +5,8 @@ second passes in 1/k real seconds, and its readings are `time.monotonic() * k`, 
 k (the simulated server and a client it serves) read the same simulated time. `VirtualClock` never runs on its
 own: `sleep` and a timed wait advance it at once, which is sound only where one thread waits (unit tests); it
 raises once it passes its horizon, so a loop that waits on it but reads another clock fails instead of spinning.
+`wall()` reads the same clock against the epoch (the real clock's `time.time()`, scaled alike): what a reading
+is written down as when it must outlive the process (a rate window carried across a resume).
 """
 from __future__ import annotations
 
@@ -18,6 +20,10 @@ class Clock(Protocol):
 
     def monotonic(self) -> float:
         """Now, in this clock's seconds (only differences are meaningful)."""
+        ...
+
+    def wall(self) -> float:
+        """Now, in this clock's seconds since the epoch (comparable across processes and restarts)."""
         ...
 
     def sleep(self, seconds: float) -> None:
@@ -35,6 +41,10 @@ class RealClock:
     def monotonic(self) -> float:
         """Now, in real seconds."""
         return time.monotonic()
+
+    def wall(self) -> float:
+        """Now, in real seconds since the epoch."""
+        return time.time()
 
     def sleep(self, seconds: float) -> None:
         """Sleep `seconds` real seconds."""
@@ -59,6 +69,10 @@ class ScaledClock:
     def monotonic(self) -> float:
         """Now, in simulated seconds (the same reading in every process with this scale)."""
         return time.monotonic() * self.scale
+
+    def wall(self) -> float:
+        """Now, in simulated seconds since the epoch (the epoch's seconds, scaled)."""
+        return time.time() * self.scale
 
     def sleep(self, seconds: float) -> None:
         """Sleep `seconds` simulated seconds (seconds / scale real ones)."""
@@ -85,6 +99,10 @@ class VirtualClock:
 
     def monotonic(self) -> float:
         """Now, in virtual seconds."""
+        return self.t
+
+    def wall(self) -> float:
+        """Now, in virtual seconds (the virtual time line is its own epoch)."""
         return self.t
 
     def sleep(self, seconds: float) -> None:

@@ -4,9 +4,14 @@ Inspect's does; and optional requests-per-minute / tokens-per-minute windows. Bo
 (harness.llm.clock: the wall clock unless a scaled or virtual one is given)."""
 from __future__ import annotations
 
+import json
+import os
 import threading
+from pathlib import Path
 
 from harness.llm.clock import REAL_CLOCK, Clock
+
+RATE_WINDOW_FILE = ".rate-window-{}.json"  # a carried window's file in a run's folder ({}: requests, tokens)
 
 
 class AdaptiveLimit:
@@ -67,15 +72,53 @@ class RateWindow:
 
     A server counts a request when it arrives, which is after the client took its slot (by the time the HTTP
     client sent it). `take` returns the slot; `settle(slot)` when the call has returned moves the slot's time
-    to then, which is after the arrival, so the window holds every request at least 60 s past its arrival."""
+    to then, which is after the arrival, so the window holds every request at least 60 s past its arrival.
+
+    `carry(path)` makes the window outlive the process: a resumed run counts the requests the killed one sent."""
 
     def __init__(self, per_minute: float, *, window_s: float = 60.0, clock: Clock = REAL_CLOCK):
         if per_minute <= 0:
             raise ValueError("per_minute must be positive")
         self.per_minute, self.window_s = float(per_minute), window_s
         self._clock = clock
-        self._slots: list[list[float]] = []  # [time, units]
+        self._slots: list[list[float]] = []  # [time, units, 1.0 while the call is out (taken, not settled)]
         self._lock = threading.Lock()
+        self._path: Path | None = None
+
+    def carry(self, path: str | Path) -> int:
+        """Keep this window in `path` across runs: count the slots a killed (or finished) run left there, then
+        rewrite the file whenever a slot is taken (before its request leaves) or settled. A call the earlier run
+        had out counts from now: it may have reached the server any time before the kill. Returns the slots
+        read that still fall in the window."""
+        path = Path(path)
+        with self._lock:
+            now, offset = self._clock.monotonic(), self._clock.wall() - self._clock.monotonic()
+            read = 0
+            if path.exists():
+                try:
+                    saved = json.loads(path.read_text(encoding="utf-8"))["slots"]
+                    slots = [(float(w), float(n), bool(out)) for w, n, out in saved]
+                except (ValueError, KeyError, TypeError) as exc:
+                    raise ValueError(f"{path}: not a rate window this harness wrote ({exc})") from None
+                for w, n, out in slots:
+                    t = now if out else min(w - offset, now)  # stamped in the future (a clock step): now
+                    if t > now - self.window_s:
+                        self._slots.append([t, n, 0.0])
+                        read += 1
+            self._path = path
+            self._save(now)
+        return read
+
+    def _save(self, now: float) -> None:
+        """Write the window's slots (as epoch readings of the clock) to the carried file; the lock is held."""
+        if self._path is None:
+            return
+        offset = self._clock.wall() - now
+        slots = [[s[0] + offset, s[1], s[2] > 0] for s in self._slots if s[0] > now - self.window_s]
+        tmp = self._path.with_name(f"{self._path.name}.{os.getpid()}.tmp")
+        self._path.parent.mkdir(parents=True, exist_ok=True)
+        tmp.write_text(json.dumps({"window_s": self.window_s, "slots": slots}), encoding="utf-8")
+        os.replace(tmp, self._path)  # whole or not at all, even under kill -9
 
     def _expire(self, now: float) -> float:
         self._slots = [s for s in self._slots if s[0] > now - self.window_s]
@@ -87,8 +130,9 @@ class RateWindow:
             with self._lock:
                 now = self._clock.monotonic()
                 if self._expire(now) + n <= self.per_minute:
-                    slot = [now, n]
+                    slot = [now, n, 1.0]
                     self._slots.append(slot)
+                    self._save(now)
                     return slot
                 wait = min(s[0] for s in self._slots) + self.window_s - now
             self._clock.sleep(max(wait, 0.001))
@@ -96,9 +140,15 @@ class RateWindow:
     def settle(self, slot: list[float]) -> None:
         """The call that took `slot` has returned: count it from now."""
         with self._lock:
-            slot[0] = max(slot[0], self._clock.monotonic())
+            now = self._clock.monotonic()
+            slot[0] = max(slot[0], now)
+            if len(slot) > 2:
+                slot[2] = 0.0
+            self._save(now)
 
     def add(self, n: float) -> None:
         """Count `n` more units now without waiting (e.g. the tokens a finished call used beyond its estimate)."""
         with self._lock:
-            self._slots.append([self._clock.monotonic(), float(n)])
+            now = self._clock.monotonic()
+            self._slots.append([now, float(n), 0.0])
+            self._save(now)

@@ -1,5 +1,6 @@
 """A simulated OpenAI-compatible API on loopback, for measuring how the harness behaves against a live model:
-configurable latency, a requests-per-minute limit (429 with Retry-After), a rate of 500s and token counts,
+configurable latency, a requests-per-minute limit (429 with Retry-After), a rate of 429s whatever the window (a
+shared quota, an overloaded provider: `throttle_rate`), a rate of 500s and token counts,
 deterministic answers, and with `api_key` set a 401 for any request that does not bear it. It records every
 request (arrival time, status, billed tokens).
 
@@ -53,9 +54,11 @@ class SimulatedLog:
 class SimulatedAPI:
     def __init__(self, responder: Responder, *, latency_s: float = 0.3, rpm: int | None = None,
                  error_rate: float = 0.0, seed: int = 0, retry_after_s: float | None = None,
-                 window_s: float = 60.0, api_key: str | None = None, clock: Clock = REAL_CLOCK):
+                 window_s: float = 60.0, api_key: str | None = None, clock: Clock = REAL_CLOCK,
+                 throttle_rate: float = 0.0):
         self.api_key = api_key
         self.responder, self.latency_s, self.rpm, self.error_rate = responder, latency_s, rpm, error_rate
+        self.throttle_rate = throttle_rate  # a share of requests answered 429 (Retry-After: retry_after_s, else 1 s)
         self.retry_after_s, self.window_s, self.clock = retry_after_s, window_s, clock
         self.log = SimulatedLog()
         self._rng = random.Random(seed)
@@ -134,6 +137,11 @@ class SimulatedAPI:
                     self.log.statuses[429] += 1
                     return 429, {"Retry-After": f"{max(wait, 0.001):.3f}"}, {
                         "error": {"message": "rate limit exceeded (simulated)", "type": "rate_limit_error"}}
+            if self.throttle_rate and self._rng.random() < self.throttle_rate:  # not counted in the window
+                self.log.statuses[429] += 1
+                return 429, {"Retry-After": f"{self.retry_after_s or 1.0:.3f}"}, {
+                    "error": {"message": "too many requests (simulated throttle)", "type": "rate_limit_error"}}
+            if self.rpm is not None:
                 self._window.append(now)
             if self.error_rate and self._rng.random() < self.error_rate:
                 self.log.statuses[500] += 1

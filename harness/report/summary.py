@@ -8,6 +8,11 @@ Vocabulary (the same in the terminal, results.json, HTML and JUnit properties):
 - estimate specs: pass / fail;
 - either: error (the test broke before deciding), skipped (with its reason), xfail, not run.
 
+A spec's catalogue `dataset:` list binds it: a listed set that none of its checks recorded (absent from the data
+directory, or not selected in `harness.datasets`) gets a "not run" entry, and the spec cannot read supported or
+pass: it reads inconclusive ("supported on a; not run on b"), while a refutation or failure measured on a set that
+did run stands.
+
 Holm's correction runs over the p-values of every comparative (spec, dataset) measurement of the run;
 `test`-rule specs are then re-decided with their adjusted p.
 """
@@ -26,6 +31,7 @@ NOT_KILLED_BY_CHECK = "not killed by its check"  # the test failed under the con
 CONTROL_ORDER = ("killed", "undecided", "crashed", NOT_KILLED_BY_CHECK, "survived", "missing", "property", "skipped")
 FAILING_CONTROL_OUTCOMES = ("survived", "crashed", NOT_KILLED_BY_CHECK, "missing")  # fail a --negative-controls run
 _RANK = {v: i for i, v in enumerate(VERDICT_ORDER)}
+NOT_RUN = "not run"  # also the entry of a catalogue dataset that no check measured
 _EFFECT_FIELDS = set(Effect.__dataclass_fields__)
 
 
@@ -90,13 +96,28 @@ def _holm(rows: list[dict[str, Any]], catalogue: Catalogue, alpha: float = 0.05)
                          untestable=v.untestable)
 
 
+def not_run_entry(dataset: str) -> dict[str, Any]:
+    """The entry of a catalogue dataset that no check of the spec recorded."""
+    return {"dataset": dataset, "verdict": NOT_RUN, "value": None,
+            "reason": f"not run on {dataset}: no check of this claim recorded it (the set is not under the data "
+                      "directory or not selected, or its test stopped before its check)"}
+
+
+def _bind_datasets(spec: Spec, entries: list[dict[str, Any]]) -> list[str]:
+    """Append a "not run" entry for each of the spec's catalogue datasets that no entry measured; their names."""
+    measured = {e["dataset"] for e in entries}
+    missing = [d for d in spec.dataset if d not in measured] if entries else []
+    entries.extend(not_run_entry(d) for d in missing)
+    return missing
+
+
 def _overall(spec: Spec, entries: list[dict[str, Any]]) -> tuple[str, str]:
     verdicts = [e["verdict"] for e in entries]
     if not spec.comparative:
         if "fail" in verdicts:
             return "fail", ""
-        return ("inconclusive", "; ".join(e["reason"] for e in entries if e["verdict"] == "inconclusive")) \
-            if "inconclusive" in verdicts else ("pass", "")
+        return ("inconclusive", "; ".join(e["reason"] for e in entries if e["verdict"] in ("inconclusive", NOT_RUN))) \
+            if "inconclusive" in verdicts or NOT_RUN in verdicts else ("pass", "")
     by: dict[str, list[str]] = {}
     for e in entries:
         label = e["dataset"] or "(no dataset)"
@@ -140,13 +161,15 @@ def spec_rows(collector: Collector, catalogue: Catalogue) -> list[dict[str, Any]
         for _, recs in sorted(groups.items()):
             deciding = min(recs, key=lambda r: _RANK.get(r["verdict"], 99))
             entries.append(_entry(spec, deciding))
+        not_run_on = _bind_datasets(spec, entries)
         os_ = sorted(outcomes.get(spec.id, []), key=lambda r: r["nodeid"])
         rows.append({
             "id": spec.id, "title": spec.title, "tier": spec.marker, "metric": spec.metric,
             "comparator": spec.comparator, "threshold": spec.threshold, "source": spec.source,
             "decision": {"rule": spec.decision.rule, "test": spec.decision.test, "alpha": spec.decision.alpha,
                          "confidence": spec.decision.confidence, "text": spec.decision.describe()},
-            "comparative": spec.comparative, "catalogue_dataset": list(spec.dataset), "datasets": entries, "checks": len(cs),
+            "comparative": spec.comparative, "catalogue_dataset": list(spec.dataset), "datasets": entries, "not_run_on": not_run_on,
+            "checks": len(cs),
             "tests": [o["nodeid"] for o in os_], "supporting_tests": supporting.get(spec.id, 0),
             "message": next((o["message"] for o in os_ if o["message"]), ""), "_outcomes": os_,
             "kind": spec.kind, "_control_runs": controls.get(spec.id, []),
@@ -185,6 +208,7 @@ def _finish(row: dict[str, Any], spec: Spec) -> None:
     kinds = {o["outcome"] for o in os_}
     explained = any(e["verdict"] in ("refuted", "fail") for e in entries) or any(
         "SpecInconclusive" in (o.get("message") or "") for o in os_)
+    ran = [e for e in entries if e["verdict"] != NOT_RUN]
     if entries:
         verdict, overall = _overall(spec, entries)
         if ("failed" in kinds or "error" in kinds) and not explained:
@@ -212,9 +236,11 @@ def _finish(row: dict[str, Any], spec: Spec) -> None:
     deciding = min(entries, key=lambda e: _RANK.get(e["verdict"], 99)) if entries else {}
     for e in entries:
         e.pop("_record", None)
+    # a control is judged on the sets that ran: one the run left out says nothing about what the control breaks
+    control_verdict = _overall(spec, ran)[0] if verdict == "inconclusive" and len(ran) < len(entries) else verdict
     if spec.kind == "property" and verdict == "pass":
         verdict = "property"  # shown as such, never counted as a pass
-    row.update(verdict=verdict, overall=overall, control=_control_summary(spec, row.pop("_control_runs"), verdict))
+    row.update(verdict=verdict, overall=overall, control=_control_summary(spec, row.pop("_control_runs"), control_verdict))
     for k in ("value", "ci", "iqr", "n", "p_value", "p_holm", "mde", "queries_needed", "available", "untestable",
               "reason", "improved", "unchanged", "degraded", "model", "technique", "dataset", "interval",
               "fallback_rate", "error_rate", "sequential", "queries_used", "confidence"):

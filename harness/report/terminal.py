@@ -79,7 +79,10 @@ def summary_lines(rows: list[dict[str, Any]]) -> list[str]:
         if len(r.get("datasets") or []) > 1:
             lines.append(f"{r['id']:<30} {r['tier']:<11} {r['verdict']:<12} {'':>10} {'':<20} {cond}  {r['overall']}")
             for e in r["datasets"]:
-                lines.append(_line(f"  └ {e['dataset']}", "", e, ""))
+                line = _line(f"  └ {e['dataset']}", "", e, "")
+                if e["verdict"] == "not run" and e.get("reason"):  # a catalogue dataset the run left out
+                    line += f"  ({e['reason']})"
+                lines.append(line)
         else:
             line = _line(r["id"], r["tier"], r, cond)
             # an error the check decided (the arms' calls failed) says why; one the test broke on, its message
@@ -95,10 +98,15 @@ def summary_lines(rows: list[dict[str, Any]]) -> list[str]:
 
 
 def inconclusive_lines(rows: list[dict[str, Any]]) -> list[str]:
-    """The visible warning for claims the data cannot decide (they pass unless --strict-verdicts)."""
+    """The visible warning for claims the data cannot decide, or that did not run on every catalogue dataset
+    (they pass unless --strict-verdicts)."""
     out = []
     for r in rows:
         for e in r.get("datasets") or []:
+            if e["verdict"] == "not run":
+                out.append(f"{r['id']}: {e.get('reason') or 'not run on ' + e['dataset']}; the claim reads "
+                           f"{r['verdict']}")
+                continue
             if e["verdict"] != "inconclusive":
                 continue
             where = f" on {e['dataset']}" if e.get("dataset") else ""
