@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from harness.catalogue import CatalogueError, load_catalogue
+from harness.catalogue import CatalogueError, load_project_catalogue
 from harness.config import ConfigError, load_config
 from harness._pytest_state import (  # noqa: F401 - SpecCheckFailed / SpecInconclusive re-exported
     CATALOGUE_KEY, COLLECTOR_KEY, CONFIG_KEY, CONTROL_KEY, ISOLATED_KEY, PROP_BUDGET, PROP_CONTROL, PROP_FATAL,
@@ -24,6 +24,9 @@ from harness.report.collector import Collector, jsonable
 
 
 # ---------------------------------------------------------------- options and configuration
+_DEFAULT_SPEC_FILES = ["specs"]  # the ini's default, told apart by identity: used only where the folder exists
+
+
 def pytest_addoption(parser: pytest.Parser) -> None:
     group = parser.getgroup("rag-harness")
     group.addoption("--llm", action="store", default=None, metavar="MODEL",
@@ -34,7 +37,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption("--report-dir", action="store", default=None, metavar="DIR",
                     help="where results.json and index.html are written (default: reports/).")
     group.addoption("--spec-file", action="append", default=None, metavar="PATH",
-                    help="spec catalogue file or directory; repeatable (default: ini spec_files).")
+                    help="your spec catalogue file or directory, added to the protocol's; repeatable (default: ini "
+                         "spec_files, else specs/ beside the pytest configuration).")
     group.addoption("--spec-coverage", action="store", default="auto", choices=("auto", "strict", "off"),
                     help="fail collection when a catalogue id has no test at its tier: 'auto' checks "
                          "only when the whole suite is collected (no path arguments).")
@@ -70,7 +74,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption("--estimate-cost", action="store_true", default=False,
                     help="make no LLM call: run the selected tests through a stand-in for --llm that counts tokens, "
                          "print the expected calls, tokens and dollars per technique, and judge nothing.")
-    parser.addini("spec_files", type="linelist", default=[], help="spec catalogue files or directories.")
+    parser.addini("spec_files", type="linelist", default=_DEFAULT_SPEC_FILES,
+                  help="your spec catalogue files or directories, added to the protocol's (default: specs/).")
     parser.addini("harness_config", type="string", default="", help="wsop.yaml-style configuration file.")
     parser.addini("harness_require_tier", type="bool", default=False,
                   help="every collected test must carry exactly one tier marker (unit/integration/benchmark).")
@@ -86,9 +91,8 @@ def pytest_configure(config: pytest.Config) -> None:
 
     check_options(config)
     rootpath = config.rootpath
-    paths = config.getoption("spec_file") or [str(rootpath / p) for p in config.getini("spec_files")]
     try:
-        config.stash[CATALOGUE_KEY] = load_catalogue(paths)
+        config.stash[CATALOGUE_KEY] = load_project_catalogue(_project_spec_paths(config))
     except CatalogueError as exc:
         raise pytest.UsageError(f"rag-harness: invalid spec catalogue: {exc}") from None
 
@@ -135,6 +139,17 @@ def pytest_configure(config: pytest.Config) -> None:
     from harness import provenance
 
     provenance.note_seed("harness.seed", hc.harness.seed)
+
+
+def _project_spec_paths(config: pytest.Config) -> list[Path]:
+    """The project's own catalogue: `--spec-file`, else the ini's `spec_files`, else `specs/` under the rootdir
+    when there is one (the protocol's catalogue is always loaded beside it)."""
+    if config.getoption("spec_file"):
+        return [Path(p) for p in config.getoption("spec_file")]
+    paths = [config.rootpath / p for p in config.getini("spec_files")]
+    if config.getini("spec_files") is _DEFAULT_SPEC_FILES:
+        return [p for p in paths if p.is_dir()]
+    return paths
 
 
 # ---------------------------------------------------------------- binding tests to specs
@@ -193,7 +208,7 @@ def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config
     mode = config.getoption("spec_coverage")
     whole_suite = config.args_source is not pytest.Config.ArgsSource.ARGS
     if mode == "strict" or (mode == "auto" and whole_suite and len(cat)):
-        missing = [s.id for s in cat if s.id not in covered]
+        missing = [s.id for s in cat if cat.in_project(s.id) and s.id not in covered]
         if missing:
             raise pytest.UsageError(
                 "rag-harness: catalogue ids with no test at their tier: " + ", ".join(missing)

@@ -16,11 +16,11 @@ from pathlib import Path
 
 import pytest
 
-from harness.catalogue import load_catalogue
+from harness.catalogue import PROTOCOL_CATALOGUE, load_catalogue
 from harness.controls import CONTROLS
 
 ROOT = Path(__file__).resolve().parents[1]
-CATALOGUE = load_catalogue([ROOT / "specs"])
+CATALOGUE = load_catalogue([PROTOCOL_CATALOGUE])
 
 
 @pytest.mark.unit
