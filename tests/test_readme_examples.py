@@ -61,7 +61,7 @@ def test_a_project_id_the_protocol_has_is_an_error_naming_both_files(tmp_path: P
     mine.write_text(mine.read_text().replace("MYTEAM-001", "HYDE-002"))
     proc = _run(cmd, tmp_path, check=False)
     assert proc.returncode == 4, proc.stdout[-2000:] + proc.stderr[-2000:]
-    assert f"{mine}: spec HYDE-002: duplicate id (first defined in " in proc.stderr
+    assert f"{mine.resolve()}: spec HYDE-002: duplicate id (first defined in " in proc.stderr
     assert f"{Path('harness', 'specs', 'hyde.yaml')}, the protocol's catalogue" in proc.stderr
 
 
