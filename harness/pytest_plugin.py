@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 
+from harness._pytest_options import DEFAULT_SPEC_FILES
 from harness.catalogue import CatalogueError, load_project_catalogue
 from harness.config import ConfigError, load_config
 from harness._pytest_state import (  # noqa: F401 - SpecCheckFailed / SpecInconclusive re-exported
@@ -24,9 +25,6 @@ from harness.report.collector import Collector, jsonable
 
 
 # ---------------------------------------------------------------- options and configuration
-_DEFAULT_SPEC_FILES = ["specs"]  # the ini's default, told apart by identity: used only where the folder exists
-
-
 def pytest_addoption(parser: pytest.Parser) -> None:
     group = parser.getgroup("rag-harness")
     group.addoption("--llm", action="store", default=None, metavar="MODEL",
@@ -74,7 +72,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption("--estimate-cost", action="store_true", default=False,
                     help="make no LLM call: run the selected tests through a stand-in for --llm that counts tokens, "
                          "print the expected calls, tokens and dollars per technique, and judge nothing.")
-    parser.addini("spec_files", type="linelist", default=_DEFAULT_SPEC_FILES,
+    parser.addini("spec_files", type="linelist", default=DEFAULT_SPEC_FILES,
                   help="your spec catalogue files or directories, added to the protocol's (default: specs/).")
     parser.addini("harness_config", type="string", default="", help="wsop.yaml-style configuration file.")
     parser.addini("harness_require_tier", type="bool", default=False,
@@ -87,12 +85,12 @@ def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "benchmark: real data and live/local models; writes the report.")
     config.addinivalue_line("markers", "spec(*ids): bind a test to catalogue spec ids; the test is parametrised over them.")
 
-    from harness._pytest_options import check_models, check_options
+    from harness._pytest_options import check_models, check_options, project_spec_paths
 
     check_options(config)
     rootpath = config.rootpath
     try:
-        config.stash[CATALOGUE_KEY] = load_project_catalogue(_project_spec_paths(config))
+        config.stash[CATALOGUE_KEY] = load_project_catalogue(project_spec_paths(config))
     except CatalogueError as exc:
         raise pytest.UsageError(f"rag-harness: invalid spec catalogue: {exc}") from None
 
@@ -139,17 +137,6 @@ def pytest_configure(config: pytest.Config) -> None:
     from harness import provenance
 
     provenance.note_seed("harness.seed", hc.harness.seed)
-
-
-def _project_spec_paths(config: pytest.Config) -> list[Path]:
-    """The project's own catalogue: `--spec-file`, else the ini's `spec_files`, else `specs/` under the rootdir
-    when there is one (the protocol's catalogue is always loaded beside it)."""
-    if config.getoption("spec_file"):
-        return [Path(p) for p in config.getoption("spec_file")]
-    paths = [config.rootpath / p for p in config.getini("spec_files")]
-    if config.getini("spec_files") is _DEFAULT_SPEC_FILES:
-        return [p for p in paths if p.is_dir()]
-    return paths
 
 
 # ---------------------------------------------------------------- binding tests to specs
