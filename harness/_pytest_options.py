@@ -9,6 +9,20 @@ from typing import Any, Iterable
 import pytest
 
 
+DEFAULT_SPEC_FILES = ["specs"]  # the ini's default, told apart by identity: used only where the folder exists
+
+
+def project_spec_paths(config: pytest.Config) -> list[Path]:
+    """The project's own catalogue: `--spec-file`, else the ini's `spec_files`, else `specs/` under the rootdir
+    when there is one (the protocol's catalogue is always loaded beside it)."""
+    if config.getoption("spec_file"):
+        return [Path(p) for p in config.getoption("spec_file")]
+    paths = [config.rootpath / p for p in config.getini("spec_files")]
+    if config.getini("spec_files") is DEFAULT_SPEC_FILES:
+        return [p for p in paths if p.is_dir()]
+    return paths
+
+
 def _usage(message: str) -> pytest.UsageError:
     return pytest.UsageError(f"rag-harness: {message}")
 

@@ -72,12 +72,13 @@ class Spec:
 
 
 class Catalogue:
-    """All specs by id, in file order."""
+    """All specs by id, in file order; `project_ids` are those of the project's own files (all, by default)."""
 
-    def __init__(self, specs: Iterable[Spec]):
+    def __init__(self, specs: Iterable[Spec], project_ids: Iterable[str] | None = None):
         self._specs: dict[str, Spec] = {}
         for s in specs:
             self._specs[s.id] = s
+        self._project = set(self._specs) if project_ids is None else set(project_ids)
 
     def __getitem__(self, spec_id: str) -> Spec:
         try:
@@ -96,6 +97,11 @@ class Catalogue:
 
     def ids(self, marker: str | None = None) -> list[str]:
         return [s.id for s in self if marker is None or s.marker == marker]
+
+    def in_project(self, spec_id: str) -> bool:
+        """Whether the spec comes from the project's own catalogue files (coverage and the report's not-run rows
+        are about these; the protocol's catalogue is there to bind, not to answer for)."""
+        return spec_id in self._project
 
 
 def _validate_entry(entry: Any, path: Path, index: int) -> Spec:
@@ -192,8 +198,12 @@ def spec_files(paths: Iterable[str | Path]) -> list[Path]:
 
 def load_catalogue(paths: Iterable[str | Path]) -> Catalogue:
     """Load and validate spec files; duplicate ids across files are an error naming both files."""
+    return Catalogue(_load(spec_files(paths)))
+
+
+def _load(files: Iterable[Path], protocol: frozenset[Path] = frozenset()) -> list[Spec]:
     seen: dict[str, Spec] = {}
-    for path in spec_files(paths):
+    for path in files:
         try:
             data = yaml.safe_load(path.read_text(encoding="utf-8"))
         except yaml.YAMLError as exc:
@@ -208,6 +218,22 @@ def load_catalogue(paths: Iterable[str | Path]) -> Catalogue:
         for i, entry in enumerate(entries):
             spec = _validate_entry(entry, path, i)
             if spec.id in seen:
-                raise CatalogueError(f"{path}: spec {spec.id}: duplicate id (first defined in {seen[spec.id].file})")
+                first = seen[spec.id].file
+                whose = ", the protocol's catalogue that ships with rag-harness" if Path(first) in protocol else ""
+                raise CatalogueError(f"{path}: spec {spec.id}: duplicate id (first defined in {first}{whose})")
             seen[spec.id] = spec
-    return Catalogue(seen.values())
+    return list(seen.values())
+
+
+PROTOCOL_CATALOGUE = Path(__file__).resolve().parent / "specs"
+
+
+def load_project_catalogue(paths: Iterable[str | Path]) -> Catalogue:
+    """The protocol's catalogue (`harness/specs/*.yaml`, shipped in the package) with the project's own spec
+    files added; a project file that is one of the protocol's (this repository names them) is read once, and an
+    id defined twice is an error naming both files."""
+    protocol = [p.resolve() for p in spec_files([PROTOCOL_CATALOGUE])]
+    own = [p.resolve() for p in spec_files(paths)]
+    specs = _load(protocol + [p for p in own if p not in protocol], frozenset(protocol))
+    own_files = {str(p) for p in own}
+    return Catalogue(specs, project_ids=[s.id for s in specs if s.file in own_files])

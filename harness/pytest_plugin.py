@@ -12,7 +12,8 @@ from typing import Any
 
 import pytest
 
-from harness.catalogue import CatalogueError, load_catalogue
+from harness._pytest_options import DEFAULT_SPEC_FILES
+from harness.catalogue import CatalogueError, load_project_catalogue
 from harness.config import ConfigError, load_config
 from harness._pytest_state import (  # noqa: F401 - SpecCheckFailed / SpecInconclusive re-exported
     CATALOGUE_KEY, COLLECTOR_KEY, CONFIG_KEY, CONTROL_KEY, ISOLATED_KEY, PROP_BUDGET, PROP_CONTROL, PROP_FATAL,
@@ -34,7 +35,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption("--report-dir", action="store", default=None, metavar="DIR",
                     help="where results.json and index.html are written (default: reports/).")
     group.addoption("--spec-file", action="append", default=None, metavar="PATH",
-                    help="spec catalogue file or directory; repeatable (default: ini spec_files).")
+                    help="your spec catalogue file or directory, added to the protocol's; repeatable (default: ini "
+                         "spec_files, else specs/ beside the pytest configuration).")
     group.addoption("--spec-coverage", action="store", default="auto", choices=("auto", "strict", "off"),
                     help="fail collection when a catalogue id has no test at its tier: 'auto' checks "
                          "only when the whole suite is collected (no path arguments).")
@@ -70,7 +72,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption("--estimate-cost", action="store_true", default=False,
                     help="make no LLM call: run the selected tests through a stand-in for --llm that counts tokens, "
                          "print the expected calls, tokens and dollars per technique, and judge nothing.")
-    parser.addini("spec_files", type="linelist", default=[], help="spec catalogue files or directories.")
+    parser.addini("spec_files", type="linelist", default=DEFAULT_SPEC_FILES,
+                  help="your spec catalogue files or directories, added to the protocol's (default: specs/).")
     parser.addini("harness_config", type="string", default="", help="wsop.yaml-style configuration file.")
     parser.addini("harness_require_tier", type="bool", default=False,
                   help="every collected test must carry exactly one tier marker (unit/integration/benchmark).")
@@ -82,13 +85,12 @@ def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "benchmark: real data and live/local models; writes the report.")
     config.addinivalue_line("markers", "spec(*ids): bind a test to catalogue spec ids; the test is parametrised over them.")
 
-    from harness._pytest_options import check_models, check_options
+    from harness._pytest_options import check_models, check_options, project_spec_paths
 
     check_options(config)
     rootpath = config.rootpath
-    paths = config.getoption("spec_file") or [str(rootpath / p) for p in config.getini("spec_files")]
     try:
-        config.stash[CATALOGUE_KEY] = load_catalogue(paths)
+        config.stash[CATALOGUE_KEY] = load_project_catalogue(project_spec_paths(config))
     except CatalogueError as exc:
         raise pytest.UsageError(f"rag-harness: invalid spec catalogue: {exc}") from None
 
@@ -193,7 +195,7 @@ def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config
     mode = config.getoption("spec_coverage")
     whole_suite = config.args_source is not pytest.Config.ArgsSource.ARGS
     if mode == "strict" or (mode == "auto" and whole_suite and len(cat)):
-        missing = [s.id for s in cat if s.id not in covered]
+        missing = [s.id for s in cat if cat.in_project(s.id) and s.id not in covered]
         if missing:
             raise pytest.UsageError(
                 "rag-harness: catalogue ids with no test at their tier: " + ", ".join(missing)

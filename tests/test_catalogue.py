@@ -5,10 +5,10 @@ from pathlib import Path
 
 import pytest
 
-from harness.catalogue import CatalogueError, load_catalogue, spec_files
+from harness.catalogue import PROTOCOL_CATALOGUE, CatalogueError, load_catalogue, load_project_catalogue, spec_files
 
 pytestmark = pytest.mark.unit
-SPECS = Path(__file__).resolve().parents[1] / "specs"
+SPECS = PROTOCOL_CATALOGUE
 
 
 def test_project_catalogue_has_every_protocol_id():
@@ -114,7 +114,7 @@ def test_decision_defaults_and_parses(tmp_path: Path):
 
 
 def test_every_project_benchmark_spec_declares_its_decision():
-    cat = load_catalogue([Path(__file__).resolve().parents[1] / "specs"])
+    cat = load_catalogue([SPECS])
     comparative = {s.id for s in cat if s.comparative}
     assert {"HYDE-003", "QRW-003", "RAGF-004", "CRAG-005", "BENCH-HYDE-CONTRIEVER", "E2E4-FR5-3",
             "RET-GATE-1"} <= comparative
@@ -144,8 +144,37 @@ def test_dataset_field_takes_a_name_or_a_list_and_nothing_else(tmp_path: Path):
 
 
 def test_claims_moved_to_public_sets_name_them_in_their_rows():
-    cat = load_catalogue(spec_files([Path(__file__).resolve().parents[1] / "specs"]))
+    cat = load_catalogue(spec_files([SPECS]))
     assert cat["CRAG-005"].dataset == ("halueval-qa",)
     assert all(cat[f"RET-GATE-{i}"].dataset == ("halueval-qa",) for i in range(1, 7))
     assert cat["E2E4-FR6-3-PUBLIC"].dataset == ("freshqa", "simpleqa")
     assert "halueval-qa" in cat["QRW-003"].dataset
+
+
+def test_a_projects_specs_are_added_to_the_protocols(tmp_path: Path):
+    """The plugin's catalogue: the shipped protocol's specs and the project's own, only the latter the project's
+    to answer for (coverage, not-run rows)."""
+    protocol = load_catalogue([SPECS])
+    cat = load_project_catalogue([_write(tmp_path, GOOD)])
+    assert set(cat.ids()) == set(protocol.ids()) | {"X-1"} and len(cat) == len(protocol) + 1
+    assert cat.in_project("X-1") and not cat.in_project("HYDE-002")
+    assert [s.id for s in cat][-1] == "X-1"  # the protocol's first, in file order
+    alone = load_project_catalogue([])
+    assert len(alone) == len(protocol) and not any(alone.in_project(i) for i in alone.ids())
+
+
+def test_a_project_id_that_the_protocol_defines_names_both_files(tmp_path: Path):
+    p = _write(tmp_path, GOOD.replace("X-1", "HYDE-002"), "mine.yaml")
+    with pytest.raises(CatalogueError) as err:
+        load_project_catalogue([p])
+    message = str(err.value)
+    assert message.startswith(f"{p.resolve()}: spec HYDE-002: duplicate id (first defined in ")
+    assert str((SPECS / "hyde.yaml").resolve()) in message and "the protocol's catalogue" in message
+
+
+def test_a_project_that_names_the_protocols_files_reads_them_once():
+    """This repository's own ini names harness/specs: no duplicates, and every protocol id is its to cover."""
+    cat = load_project_catalogue([SPECS])
+    assert len(cat) == len(load_catalogue([SPECS])) and all(cat.in_project(i) for i in cat.ids())
+    one = load_project_catalogue([SPECS / "hyde.yaml"])
+    assert one.in_project("HYDE-002") and not one.in_project("CRAG-001")

@@ -16,12 +16,12 @@ from pathlib import Path
 
 import pytest
 
-from harness.catalogue import load_catalogue
+from harness.catalogue import PROTOCOL_CATALOGUE, load_catalogue
 from harness.controls import CONTROLS
 from harness.first_look import CLAIMS as FIRST_LOOK_CLAIMS
 
 ROOT = Path(__file__).resolve().parents[1]
-CATALOGUE = load_catalogue([ROOT / "specs"])
+CATALOGUE = load_catalogue([PROTOCOL_CATALOGUE])
 FIRST_LOOK = load_catalogue([FIRST_LOOK_CLAIMS])  # the first look's own catalogue (tests/test_first_look.py)
 
 

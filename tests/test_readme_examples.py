@@ -1,11 +1,12 @@
-"""The README's "Adding a spec" example, run as a new user would: its YAML as the catalogue, its test as the
-test file, the negative control from "Every pass earned" in conftest.py, through pytest in a subprocess."""
+"""The README's examples, run as a new user would: in a fresh project outside the repository, each file the README
+says to write holding exactly its block, and the command it gives run as written; nothing else set up."""
 from __future__ import annotations
 
 import json
 import re
 import textwrap
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -19,20 +20,49 @@ def _blocks(section: str, lang: str) -> list[str]:
     return [textwrap.dedent(b) for b in re.findall(rf"```{lang}\n(.*?)```", body, flags=re.S)]
 
 
-def test_adding_a_spec_example_runs_as_written(pytester: pytest.Pytester):
+def _adding_a_spec(project: Path) -> str:
+    """The files "Adding a spec" says to write, each exactly its block, in `project`; its command."""
     (catalogue,), (test_code,) = _blocks("Adding a spec", "yaml"), _blocks("Adding a spec", "python")
-    control = _blocks("Every pass earned: negative controls", "python")[0]
-    pytester.makeini("[pytest]\naddopts = --strict-markers -p no:cacheprovider\nspec_files = specs\n"
-                     "filterwarnings = error\n")
-    (pytester.path / "specs").mkdir()
-    (pytester.path / "specs" / "myteam.yaml").write_text(catalogue)
-    pytester.makepyfile(mylib="def rerank(query, hits):\n    return sorted(hits)\n")
-    pytester.makeconftest(control)
-    pytester.makepyfile(test_myteam=test_code)
-    result = pytester.runpytest_subprocess("--report-dir", "out", "-m", "benchmark")
-    result.assert_outcomes(passed=1)
-    row = json.loads((pytester.path / "out" / "results.json").read_text())["specs"][0]
-    assert row["id"] == "MYTEAM-001" and row["verdict"] == "supported"
+    (project / "specs").mkdir()
+    (project / "specs" / "myteam.yaml").write_text(catalogue)
+    (project / "test_myteam.py").write_text(test_code)
+    (cmd,) = _blocks("Adding a spec", "bash")
+    return cmd.strip()
+
+
+def test_adding_a_spec_example_runs_as_written(tmp_path: Path):
+    """No ini, no option: the project's specs/ is found and added to the protocol's catalogue; the report holds
+    the project's one spec, supported."""
+    cmd = _adding_a_spec(tmp_path)
+    _run(cmd, tmp_path)
+    rows = json.loads((tmp_path / "reports" / "results.json").read_text())["specs"]
+    assert [(r["id"], r["verdict"]) for r in rows] == [("MYTEAM-001", "supported")]
+
+
+def test_negative_control_example_registers_the_control_the_spec_names(tmp_path: Path):
+    """"Every pass earned"'s conftest.py beside the "Adding a spec" project registers the control MYTEAM-001
+    names (`mylib` is the user's own library, which the block imports: a stand-in with a `rerank`); without it
+    the same run is a usage error naming the control."""
+    cmd = _adding_a_spec(tmp_path)
+    (tmp_path / "mylib.py").write_text("def rerank(query, hits):\n    return sorted(hits)\n")
+    with_control = f"{cmd} --under-control my-reranker-keeps-input-order"
+    proc = _run(with_control, tmp_path, check=False)
+    assert proc.returncode == 4 and "unknown negative control" in proc.stderr, proc.stdout[-2000:] + proc.stderr
+    (tmp_path / "conftest.py").write_text(_blocks("Every pass earned: negative controls", "python")[0])
+    _run(with_control, tmp_path)
+    rows = json.loads((tmp_path / "reports" / "results.json").read_text())["specs"]
+    assert [(r["id"], r["verdict"]) for r in rows] == [("MYTEAM-001", "supported")]
+
+
+def test_a_project_id_the_protocol_has_is_an_error_naming_both_files(tmp_path: Path):
+    """The README's promise beside "Adding a spec": a project spec reusing a protocol id stops the run."""
+    cmd = _adding_a_spec(tmp_path)
+    mine = tmp_path / "specs" / "myteam.yaml"
+    mine.write_text(mine.read_text().replace("MYTEAM-001", "HYDE-002"))
+    proc = _run(cmd, tmp_path, check=False)
+    assert proc.returncode == 4, proc.stdout[-2000:] + proc.stderr[-2000:]
+    assert f"{mine.resolve()}: spec HYDE-002: duplicate id (first defined in " in proc.stderr
+    assert f"{Path('harness', 'specs', 'hyde.yaml')}, the protocol's catalogue" in proc.stderr
 
 
 # ---------------------------------------------------------------- every fenced block of the README
@@ -46,6 +76,7 @@ BLOCKS = {
     ("Quick start (fresh machine, Python ≥ 3.10)", "bash", 2): "exempt: the test command itself (CI runs it)",
     ("Quick start (fresh machine, Python ≥ 3.10)", "bash", 3): "exempt: the main job (the hour-long benchmark tier)",
     ("Using it in your project", "python", 0): "test_using_it_in_your_project_example_runs",
+    ("Using it in your project", "bash", 0): "test_using_it_in_your_project_example_runs",
     ("Techniques", "bash", 0): "test_techniques_command_runs",
     ("Techniques", "python", 0): "test_techniques_python_example_prints_what_it_says",
     ("Techniques", "python", 1): "test_your_own_technique_runs_the_existing_claims",
@@ -60,8 +91,10 @@ BLOCKS = {
     ("Live models: concurrency, rate limits, cost and progress", "text", 0): "exempt: sample output",
     ("Adding a spec", "yaml", 0): "test_adding_a_spec_example_runs_as_written",
     ("Adding a spec", "python", 0): "test_adding_a_spec_example_runs_as_written",
+    ("Adding a spec", "bash", 0): "test_adding_a_spec_example_runs_as_written",
     ("Verdicts", "python", 0): "test_verdicts_snippet_runs",
-    ("Every pass earned: negative controls", "python", 0): "test_adding_a_spec_example_runs_as_written",
+    ("Every pass earned: negative controls", "python", 0):
+        "test_negative_control_example_registers_the_control_the_spec_names",
     ("TREC runs out and in", "bash", 0): "test_trec_eval_command_runs",
     ("What is where", "", 0): "exempt: the layout, not code",
     ("Public QA and multiple-choice sets", "yaml", 0): "test_own_qa_set_config_loads_as_written",
@@ -105,17 +138,17 @@ def test_every_readme_block_is_run_or_says_why_not():
 
 
 def _project(pytester: pytest.Pytester) -> pytest.Pytester:
-    """A user's project: this repository's catalogue and configuration, the plugin installed."""
+    """A user's project with this repository's configuration (the examples that name `wsop.yaml`); the protocol's
+    catalogue comes with the installed plugin."""
     import shutil
 
-    pytester.makeini("[pytest]\naddopts = --strict-markers -p no:cacheprovider\nspec_files = specs\n"
-                     "harness_config = wsop.yaml\n")
-    shutil.copytree(ROOT / "specs", pytester.path / "specs", ignore=shutil.ignore_patterns("*.py", "__pycache__"))
+    pytester.makeini("[pytest]\naddopts = --strict-markers -p no:cacheprovider\nharness_config = wsop.yaml\n")
     shutil.copy(ROOT / "wsop.yaml", pytester.path / "wsop.yaml")
     return pytester
 
 
-def _run(cmd: str, cwd: Path) -> str:
+def _run(cmd: str, cwd: Path, *, check: bool = True) -> Any:
+    """The README's command as written, in `cwd` (its stdout; with check=False the finished process)."""
     import shlex
     import subprocess
     import sys
@@ -125,6 +158,8 @@ def _run(cmd: str, cwd: Path) -> str:
     exe = [sys.executable, "-c", "import sys; from harness.cli import main; sys.exit(main())"] \
         if args[0] == "rag-harness" else [sys.executable, "-m", "pytest"]
     proc = subprocess.run(exe + args[1:], cwd=cwd, capture_output=True, text=True, timeout=600)
+    if not check:
+        return proc
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
     return proc.stdout
 

@@ -38,20 +38,19 @@ def test_your_own_technique_runs_the_existing_claims(pytester: pytest.Pytester):
     assert (pytester.path / "out" / "runs" / "mini-query-twice.run").is_file()
 
 
-def test_using_it_in_your_project_example_runs(pytester: pytest.Pytester):
-    """The plugin as a user's project sees it: the README test, the catalogue's HYDE-002, an LLM given by --llm
-    (a scripted model registered in conftest.py stands in for a hosted one) and the packaged embedder."""
-    code = _blocks("Using it in your project", "python")[0]
-    _project(pytester)
-    pytester.makeconftest("from harness.llm.scripted import register\n"
-                          "register('readme', lambda messages, params: 'A wing stalls when the boundary layer "
-                          "separates from the upper surface at a high angle of attack, so lift collapses.')\n")
-    pytester.makepyfile(test_readme=code)
-    result = pytester.runpytest_subprocess("--llm", "scripted/readme", "--spec-coverage", "off",
-                                           "--report-dir", "out", "-p", "no:randomly")
-    result.assert_outcomes(passed=1)
-    rows = {r["id"]: r for r in json.loads((pytester.path / "out" / "results.json").read_text())["specs"]}
-    assert rows["HYDE-002"]["verdict"] == "pass"
+def test_using_it_in_your_project_example_runs(tmp_path):
+    """The plugin as a fresh project sees it: the README's test_hyde.py and its command, nothing else (no ini, no
+    catalogue, no configuration): the protocol's HYDE-002 binds from the installed package, the packaged
+    embedder and the scripted LLM answer, and the report holds that one spec."""
+    from tests.test_readme_examples import _run
+
+    (code,), (cmd,) = _blocks("Using it in your project", "python"), _blocks("Using it in your project", "bash")
+    (tmp_path / "test_hyde.py").write_text(code)
+    out = _run(cmd.strip(), tmp_path)
+    assert "1 passed" in out, out[-2000:]
+    rows = json.loads((tmp_path / "reports" / "results.json").read_text())["specs"]
+    assert [(r["id"], r["verdict"], r["tier"]) for r in rows] == [("HYDE-002", "pass", "integration")]
+    assert (tmp_path / "reports" / "index.html").is_file()
 
 
 def test_estimate_cost_command_runs(tmp_path):

