@@ -117,9 +117,9 @@ def _run(cmd: str, cwd: Path) -> str:
     import sys
 
     args = shlex.split(cmd)
-    assert args[0] in ("rag-harness", "pytest")
+    assert args[0] in ("ragharness", "pytest")
     exe = [sys.executable, "-c", "import sys; from harness.cli import main; sys.exit(main())"] \
-        if args[0] == "rag-harness" else [sys.executable, "-m", "pytest"]
+        if args[0] == "ragharness" else [sys.executable, "-m", "pytest"]
     proc = subprocess.run(exe + args[1:], cwd=cwd, capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
     return proc.stdout
