@@ -28,7 +28,7 @@ def _run(retriever: Retriever, queries, k: int = 100) -> tuple[dict[str, dict[st
 @pytest.mark.parametrize("mode", ["dense", "bm25", "hybrid"])
 def test_retrieval_quality(dataset_name, mode, dataset, dense_store, embedder, harness_config, measure):
     """Each run is also written as a TREC run file beside the qrels it was scored with (report_dir/runs/), and
-    `rag-harness eval` on them reproduces the figures recorded here exactly."""
+    `ragharness eval` on them reproduces the figures recorded here exactly."""
     queries = list(dataset.judged_queries().values())
     run, seconds = _run(Retriever(dense_store, embedder, mode), queries)
     scores = evaluate(dataset.qrels, run, MEASURES)

@@ -1,4 +1,4 @@
-"""`rag-harness` command line: compare two runs' results.json, re-render a report, score TREC run files, or run
+"""`ragharness`, the command line of rag-harness (pytest-rag-harness on PyPI): compare two runs' results.json, re-render a report, score TREC run files, or run
 the E2/E3/E4 experiments."""
 from __future__ import annotations
 
@@ -193,7 +193,7 @@ def _at_least(low: float, kind: type = int):
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="rag-harness", description=__doc__)
+    ap = argparse.ArgumentParser(prog="ragharness", description=__doc__)
     sub = ap.add_subparsers(dest="cmd", required=True)
     cmp_ = sub.add_parser("compare", help="baseline vs candidate results.json -> comparison HTML")
     cmp_.add_argument("baseline")

@@ -2,7 +2,7 @@
 stage, done/total, elapsed, ETA, tokens and cost.
 
 Nothing is shown unless a reporter is installed: the pytest plugin installs one on its terminal (updated in
-place on a TTY, a line every ~10% otherwise, none under -q) and `rag-harness run-experiments --progress` one
+place on a TTY, a line every ~10% otherwise, none under -q) and `ragharness run-experiments --progress` one
 on stderr. Library code only asks for `progress(stage, total)` and calls `advance()`.
 
     with reporting(ProgressReporter(write_to(sys.stderr), tty=sys.stderr.isatty(), spend=spend)):

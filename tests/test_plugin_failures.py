@@ -179,9 +179,9 @@ def test_max_queries_zero_means_all(project):
 
 # ---------------------------------------------------------------- the command line
 def _cli(*args: str, cwd: Path) -> subprocess.CompletedProcess:
-    """`rag-harness ...` through its console script, as a user types it (not `python -m`, which would put the
+    """`ragharness ...` through its console script, as a user types it (not `python -m`, which would put the
     current folder on sys.path)."""
-    exe = Path(sys.executable).parent / "rag-harness"
+    exe = Path(sys.executable).parent / "ragharness"
     assert exe.is_file(), f"the console script is not installed beside {sys.executable}"
     return subprocess.run([str(exe), *args], cwd=cwd, capture_output=True, text=True, timeout=300,
                           env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)})

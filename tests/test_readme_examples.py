@@ -154,9 +154,9 @@ def _run(cmd: str, cwd: Path, *, check: bool = True) -> Any:
     import sys
 
     args = shlex.split(cmd)
-    assert args[0] in ("rag-harness", "pytest")
+    assert args[0] in ("ragharness", "pytest")
     exe = [sys.executable, "-c", "import sys; from harness.cli import main; sys.exit(main())"] \
-        if args[0] == "rag-harness" else [sys.executable, "-m", "pytest"]
+        if args[0] == "ragharness" else [sys.executable, "-m", "pytest"]
     proc = subprocess.run(exe + args[1:], cwd=cwd, capture_output=True, text=True, timeout=600)
     if not check:
         return proc

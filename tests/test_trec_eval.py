@@ -1,4 +1,4 @@
-"""`rag-harness eval`: TREC run files scored with the harness's metrics equal pytrec_eval's figures; a run compared
+"""`ragharness eval`: TREC run files scored with the harness's metrics equal pytrec_eval's figures; a run compared
 with a baseline run gets the same paired statistics as the built-in comparisons."""
 from __future__ import annotations
 

