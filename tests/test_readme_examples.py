@@ -9,6 +9,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.pytester_kit import new_project, repo_project
+
 pytestmark = pytest.mark.unit
 pytest_plugins = ["pytester"]
 README = (Path(__file__).resolve().parents[1] / "README.md").read_text(encoding="utf-8")
@@ -22,10 +24,7 @@ def _blocks(section: str, lang: str) -> list[str]:
 def test_adding_a_spec_example_runs_as_written(pytester: pytest.Pytester):
     (catalogue,), (test_code,) = _blocks("Adding a spec", "yaml"), _blocks("Adding a spec", "python")
     control = _blocks("Every pass earned: negative controls", "python")[0]
-    pytester.makeini("[pytest]\naddopts = --strict-markers -p no:cacheprovider\nspec_files = specs\n"
-                     "filterwarnings = error\n")
-    (pytester.path / "specs").mkdir()
-    (pytester.path / "specs" / "myteam.yaml").write_text(catalogue)
+    new_project(pytester, catalogue)
     pytester.makepyfile(mylib="def rerank(query, hits):\n    return sorted(hits)\n")
     pytester.makeconftest(control)
     pytester.makepyfile(test_myteam=test_code)
@@ -100,17 +99,6 @@ def test_every_readme_block_is_run_or_says_why_not():
     assert named <= defined, f"tests named but missing: {sorted(named - defined)}"
 
 
-def _project(pytester: pytest.Pytester) -> pytest.Pytester:
-    """A user's project: this repository's catalogue and configuration, the plugin installed."""
-    import shutil
-
-    pytester.makeini("[pytest]\naddopts = --strict-markers -p no:cacheprovider\nspec_files = specs\n"
-                     "harness_config = wsop.yaml\n")
-    shutil.copytree(ROOT / "specs", pytester.path / "specs", ignore=shutil.ignore_patterns("*.py", "__pycache__"))
-    shutil.copy(ROOT / "wsop.yaml", pytester.path / "wsop.yaml")
-    return pytester
-
-
 def _run(cmd: str, cwd: Path) -> str:
     import shlex
     import subprocess
@@ -134,7 +122,7 @@ def test_techniques_command_runs():
 
 def test_techniques_python_example_prints_what_it_says(pytester: pytest.Pytester):
     code = _blocks("Techniques", "python")[0]
-    _project(pytester)
+    repo_project(pytester)
     pytester.makepyfile(example=code)
     import subprocess
     import sys
@@ -148,7 +136,7 @@ def test_techniques_python_example_prints_what_it_says(pytester: pytest.Pytester
 
 def test_verdicts_snippet_runs(pytester: pytest.Pytester):
     snippet = _blocks("Verdicts", "python")[0]
-    _project(pytester)
+    repo_project(pytester)
     body = "\n".join("    " + line for line in snippet.splitlines())
     pytester.makepyfile(test_verdicts=(
         "import numpy as np\n"
@@ -159,7 +147,7 @@ def test_verdicts_snippet_runs(pytester: pytest.Pytester):
         "ret_correct = np.maximum(base_correct, (rng.uniform(size=40) < 0.3).astype(float))\n"
         "abstained_on_negatives = [1] * 30 + [0] * 2\n\n"
         "def test_readme_verdicts(check):\n" + body + "\n"))
-    result = pytester.runpytest_subprocess("--spec-coverage", "off", "--report-dir", "out", "-p", "no:randomly")
+    result = pytester.runpytest_subprocess("--spec-coverage", "off", "--report-dir", "out")
     assert "Error" not in result.stdout.str(), result.stdout.str()[-3000:]
     checks = json.loads((pytester.path / "out" / "results.json").read_text())["checks"]
     verdicts = {c["spec_id"]: c["verdict"] for c in checks}

@@ -5,7 +5,8 @@ import json
 
 import pytest
 
-from tests.test_readme_examples import ROOT, _blocks, _project
+from tests.pytester_kit import ROOT, repo_project
+from tests.test_readme_examples import _blocks
 
 pytestmark = pytest.mark.integration
 pytest_plugins = ["pytester"]
@@ -18,7 +19,7 @@ def test_your_own_technique_runs_the_existing_claims(pytester: pytest.Pytester):
 
     conftest = _blocks("Techniques", "python")[1]
     cmd = _blocks("Techniques", "bash")[1].strip()
-    _project(pytester)
+    repo_project(pytester)
     pytester.makeconftest(conftest)
     (pytester.path / "benchmarks").mkdir()
     for f in ("conftest.py", "test_techniques.py"):
@@ -42,13 +43,13 @@ def test_using_it_in_your_project_example_runs(pytester: pytest.Pytester):
     """The plugin as a user's project sees it: the README test, the catalogue's HYDE-002, an LLM given by --llm
     (a scripted model registered in conftest.py stands in for a hosted one) and the packaged embedder."""
     code = _blocks("Using it in your project", "python")[0]
-    _project(pytester)
+    repo_project(pytester)
     pytester.makeconftest("from harness.llm.scripted import register\n"
                           "register('readme', lambda messages, params: 'A wing stalls when the boundary layer "
                           "separates from the upper surface at a high angle of attack, so lift collapses.')\n")
     pytester.makepyfile(test_readme=code)
     result = pytester.runpytest_subprocess("--llm", "scripted/readme", "--spec-coverage", "off",
-                                           "--report-dir", "out", "-p", "no:randomly")
+                                           "--report-dir", "out")
     result.assert_outcomes(passed=1)
     rows = {r["id"]: r for r in json.loads((pytester.path / "out" / "results.json").read_text())["specs"]}
     assert rows["HYDE-002"]["verdict"] == "pass"
