@@ -8,7 +8,7 @@ import signal
 import subprocess
 import sys
 import textwrap
-import time
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -21,10 +21,30 @@ from .test_e2e4 import FILES, KB, TIMING, rows
 pytestmark = pytest.mark.integration
 
 # ---------------------------------------------------------------- integration tier
+# Prepended to a child run: once $E2E4_STOP_AFTER_RESULTS results are written (unset: never) it says so on stdout,
+# and the next write waits for good, holding the runner's write lock, so no other line lands either: the run can
+# neither finish nor write more before the test's kill -9 arrives, however slowly a busy machine runs either process.
+HOLD_AFTER = """
+import os, threading
+from harness import runner
+stop_after = int(os.environ.get("E2E4_STOP_AFTER_RESULTS", "0"))
+written, never = [0], threading.Event()
+append = runner.append_result
+def append_then_hold(fh, row):
+    if stop_after and written[0] >= stop_after:
+        never.wait()
+    append(fh, row)
+    written[0] += 1
+    if written[0] == stop_after:
+        print(f"written {stop_after}", flush=True)
+runner.append_result = append_then_hold
+"""
+
 CRASH_SCRIPT = textwrap.dedent("""
     import sys, time
     from harness.controls import apply_from_env
     apply_from_env()
+""") + HOLD_AFTER + textwrap.dedent("""
     from harness.retrieval.embed import HashingEmbedder
     from harness.llm.client import LLMClient
     from harness.llm.scripted import register
@@ -39,6 +59,27 @@ CRASH_SCRIPT = textwrap.dedent("""
 """)
 
 
+def _kill9_after(script: str, args: list[str], stop_after: int, stderr: Path) -> int:
+    """Run `script` with `args` in a child and kill -9 it once it says it has written `stop_after` results (it
+    writes no more before the kill): no clock decides where the kill lands. Returns the child's exit status."""
+    with stderr.open("w") as err:
+        proc = subprocess.Popen([sys.executable, "-c", script, *args], stdout=subprocess.PIPE, stderr=err, text=True,
+                                env={**os.environ, "E2E4_STOP_AFTER_RESULTS": str(stop_after)})
+        try:
+            for line in iter(proc.stdout.readline, ""):  # blocks until the child speaks or ends
+                if line.strip() == f"written {stop_after}":
+                    os.kill(proc.pid, signal.SIGKILL)
+                    break
+            else:
+                pytest.fail(f"the run ended before writing {stop_after} results:\n{stderr.read_text()[-3000:]}")
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+            proc.wait()
+            proc.stdout.close()
+    return proc.returncode
+
+
 def _strip_timing(rs: list[dict]) -> list[dict]:
     return [{k: v for k, v in r.items() if k not in TIMING} for r in rs]
 
@@ -46,19 +87,13 @@ def _strip_timing(rs: list[dict]) -> list[dict]:
 @pytest.mark.spec("E2E4-FR8-3", "E2E4-SC-6")
 def test_crash_kill9_then_resume(tmp_path, spec, check):
     out = tmp_path / "out"
-    proc = subprocess.Popen([sys.executable, "-c", CRASH_SCRIPT, str(KB), str(out), "0.05"],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     target = out / FILES["e2"]
-    deadline = time.monotonic() + 120
-    while time.monotonic() < deadline and (not target.exists() or target.read_text().count("\n") < 5):
-        time.sleep(0.05)
-    os.kill(proc.pid, signal.SIGKILL)
-    proc.wait()
+    status = _kill9_after(CRASH_SCRIPT, [str(KB), str(out), "0.05"], 5, tmp_path / "first.err")
     before = target.read_text().count("\n")
-    assert 5 <= before < 150, "killed mid-run"
+    assert status == -signal.SIGKILL and before == 5, f"killed mid-run (exit {status}, {before} lines)"
     with target.open("a") as fh:  # and a torn half-line, as a kill inside write() would leave
         fh.write('{"query_id": "q_direct_9')
-    subprocess.run([sys.executable, "-c", CRASH_SCRIPT, str(KB), str(out), "0"], check=True, timeout=300)
+    subprocess.run([sys.executable, "-c", CRASH_SCRIPT, str(KB), str(out), "0"], check=True)
     lines = target.read_text().splitlines()
     parsed, torn = [], 0
     for line in lines:
@@ -73,7 +108,7 @@ def test_crash_kill9_then_resume(tmp_path, spec, check):
         check(spec.id, once, killed_after=before)
     else:
         clean = tmp_path / "clean"
-        subprocess.run([sys.executable, "-c", CRASH_SCRIPT, str(KB), str(clean), "0"], check=True, timeout=300)
+        subprocess.run([sys.executable, "-c", CRASH_SCRIPT, str(KB), str(clean), "0"], check=True)
         same = sorted(_strip_timing(parsed), key=lambda r: r["query_id"]) == \
             sorted(_strip_timing(rows(clean / FILES["e2"])), key=lambda r: r["query_id"])
         check(spec.id, once and same, killed_after=before)
@@ -157,6 +192,9 @@ def test_all_chunks_searchable(embedder, tmp_path, check):
 
 CONCURRENT_SCRIPT = textwrap.dedent("""
     import sys, time
+    from harness.controls import apply_from_env
+    apply_from_env()
+""") + HOLD_AFTER + textwrap.dedent("""
     from harness.retrieval.embed import HashingEmbedder
     from harness.retrieval.rerank import SentenceMaxSimReranker
     from harness.llm.client import LLMClient
@@ -177,20 +215,13 @@ CONCURRENT_SCRIPT = textwrap.dedent("""
 
 
 def test_concurrent_run_kill9_then_resume_leaves_every_query_once(tmp_path):
-    """Three pipelines per query side by side, 6 tasks in flight: kill -9 mid-run, resume, and every file holds
-    every query id exactly once, each line whole."""
+    """Three pipelines per query side by side, 6 tasks in flight: kill -9 once 30 of the 450 results are written
+    (the other tasks still running), resume, and every file holds every query id exactly once, each line whole."""
     out = tmp_path / "out"
-    proc = subprocess.Popen([sys.executable, "-c", CONCURRENT_SCRIPT, str(KB), str(out), "0.05", "6"],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    deadline = time.monotonic() + 120
-    while time.monotonic() < deadline and sum((out / f).read_text().count("\n") for f in FILES.values()
-                                              if (out / f).exists()) < 30:
-        time.sleep(0.05)
-    os.kill(proc.pid, signal.SIGKILL)
-    proc.wait()
+    status = _kill9_after(CONCURRENT_SCRIPT, [str(KB), str(out), "0.05", "6"], 30, tmp_path / "first.err")
     before = {e: (out / f).read_text().count("\n") if (out / f).exists() else 0 for e, f in FILES.items()}
-    assert 30 <= sum(before.values()) < 450, "killed mid-run"
-    subprocess.run([sys.executable, "-c", CONCURRENT_SCRIPT, str(KB), str(out), "0", "6"], check=True, timeout=300)
+    assert status == -signal.SIGKILL and sum(before.values()) == 30, f"killed mid-run (exit {status}, {before})"
+    subprocess.run([sys.executable, "-c", CONCURRENT_SCRIPT, str(KB), str(out), "0", "6"], check=True)
     expected = sorted(q.query_id for q in load_experiment_inputs(KB).queries)
     for e, f in FILES.items():
         ids = [json.loads(line)["query_id"] for line in (out / f).read_text().splitlines()]

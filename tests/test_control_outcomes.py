@@ -159,10 +159,7 @@ specs:
 def test_a_benchmark_test_failing_on_a_side_assert_is_not_killed_by_its_check(pytester: pytest.Pytester):
     """The fresh process under --under-control reads the spec's row: the test failed, but its check never
     recorded a failing verdict."""
-    pytester.makeini("[pytest]\naddopts = --strict-markers -p no:cacheprovider -p no:randomly\nspec_files = specs\n"
-                     "filterwarnings = error\n")
-    (pytester.path / "specs").mkdir()
-    (pytester.path / "specs" / "demo.yaml").write_text(BENCH)
+    new_project(pytester, BENCH)
     pytester.makepyfile(mylib="def compute():\n    return 1.0\n", conftest=textwrap.dedent("""
         import mylib
         from harness.controls import control

@@ -6,6 +6,8 @@ import textwrap
 
 import pytest
 
+from tests.pytester_kit import new_project
+
 pytestmark = pytest.mark.unit
 pytest_plugins = ["pytester"]
 
@@ -40,21 +42,9 @@ def test_flag(check):
 """
 
 
-def _new_project(pytester: pytest.Pytester, catalogue: str) -> pytest.Pytester:
-    pytester.makeini(textwrap.dedent("""
-        [pytest]
-        addopts = --strict-markers -p no:cacheprovider
-        spec_files = specs
-        filterwarnings = error
-    """))
-    (pytester.path / "specs").mkdir()
-    (pytester.path / "specs" / "demo.yaml").write_text(catalogue)
-    return pytester
-
-
 @pytest.fixture
 def project(pytester: pytest.Pytester):
-    return _new_project(pytester, CATALOGUE)
+    return new_project(pytester, CATALOGUE)
 
 
 def test_check_passes_and_records(project: pytest.Pytester):
@@ -108,7 +98,7 @@ def test_unknown_spec_id_fails(project: pytest.Pytester):
 
 def test_bound_tests_get_catalogue_tier_and_spec_in_node_id(project: pytest.Pytester):
     project.makepyfile(test_demo=TESTS.format(value=0.5))
-    result = project.runpytest_subprocess("--collect-only", "-q", "-m", "unit")
+    result = project.runpytest_subprocess("--collect-only", "-q", "-m", "unit")  # in file order: no pytest-randomly
     result.stdout.fnmatch_lines(["test_demo.py::test_ratio[[]DEMO-001[]]", "test_demo.py::test_flag[[]DEMO-002[]]"])
 
 
@@ -129,30 +119,34 @@ def test_bad_catalogue_is_a_usage_error_naming_file_and_id(project: pytest.Pytes
     result.stderr.fnmatch_lines(["*bad.yaml: spec BAD-1: field 'comparator' is '~='*"])
 
 
-def test_xdist_writes_the_same_report_content(project: pytest.Pytester):
-    project.makepyfile(test_demo=TESTS.format(value=0.5), test_more=textwrap.dedent("""
-        import pytest
+MEASURES = """
+import pytest
 
-        @pytest.mark.unit
-        @pytest.mark.parametrize("i", range(6))
-        def test_measure(measure, i):
-            measure("figure", i * 0.5, technique="t", dataset="d")
-    """))
+@pytest.mark.unit
+@pytest.mark.parametrize("i", range(6))
+def test_measure(measure, i):
+    measure("figure", i * 0.5, technique="t", dataset="d")
+"""
+
+
+def _content(project: pytest.Pytester, d: str) -> dict:
+    """results.json less what depends on time: the run's stamp, the timing section and each test's duration."""
+    data = json.loads((project.path / d / "results.json").read_text())
+    data.pop("run")
+    data.pop("timing")  # wall times (and one process's session setup against two's)
+    for t in data["tests"]:
+        t.pop("duration_s")
+    return data
+
+
+def test_xdist_writes_the_same_report_content(project: pytest.Pytester):
+    project.makepyfile(test_demo=TESTS.format(value=0.5), test_more=MEASURES)
     plain = project.runpytest_subprocess("--report-dir", "plain")
     plain.assert_outcomes(passed=8)
     par = project.runpytest_subprocess("--report-dir", "par", "-n", "2")
     par.assert_outcomes(passed=8)
-
-    def content(d: str) -> dict:
-        data = json.loads((project.path / d / "results.json").read_text())
-        data.pop("run")
-        data.pop("timing")  # wall times (and one process's session setup against two's)
-        for t in data["tests"]:
-            t.pop("duration_s")
-        return data
-
-    assert content("plain") == content("par")
-    assert len(content("par")["measures"]) == 6
+    assert _content(project, "plain") == _content(project, "par")
+    assert len(_content(project, "par")["measures"]) == 6
 
 
 COMPARATIVE = """
@@ -253,6 +247,24 @@ def test_test_rule_is_decided_after_holm(project: pytest.Pytester):
     assert gate["verdict"] == "supported" and gate["p_value"] is not None
     # Holm over {CMP-001's t p ~ 1e-22, 1/64}: the larger p is the second step, multiplied by 1
     assert gate["p_value"] == pytest.approx(1 / 64) and gate["p_holm"] == pytest.approx(1 / 64)
+
+
+def test_report_content_does_not_depend_on_test_order(project: pytest.Pytester):
+    """The same tests run in reverse order (as pytest-randomly may run a user's suite) write the same report:
+    claims, checks (Holm's family included), measures and outcomes."""
+    _comparative(project, {"a": "supported", "b": "inconclusive"})
+    project.makepyfile(test_more=MEASURES,
+                       reverse_order="def pytest_collection_modifyitems(items):\n    items.reverse()\n")
+
+    def run_order(result: pytest.RunResult) -> list[str]:
+        return [line.split()[0] for line in result.stdout.lines if " PASSED" in line and "::" in line]
+
+    plain = project.runpytest_subprocess("--report-dir", "plain", "-v")
+    plain.assert_outcomes(passed=11)
+    backwards = project.runpytest_subprocess("--report-dir", "backwards", "-v", "-p", "reverse_order")
+    backwards.assert_outcomes(passed=11)
+    assert run_order(backwards) == run_order(plain)[::-1] and len(run_order(plain)) == 11
+    assert _content(project, "plain") == _content(project, "backwards")
 
 
 def test_a_bare_number_cannot_decide_a_comparative_claim(project: pytest.Pytester):
@@ -371,7 +383,7 @@ specs:
 def test_benchmark_controls_run_in_a_fresh_process_and_leave_the_real_study_alone(pytester: pytest.Pytester):
     """A module-scoped study is computed under the control in a separate pytest process; the real run's study
     (computed in this process) is the unbroken one."""
-    _new_project(pytester, BENCH_CATALOGUE)
+    new_project(pytester, BENCH_CATALOGUE)
     pytester.makepyfile(mylib="def compute():\n    return 1.0\n")
     pytester.makeconftest(textwrap.dedent("""
         import mylib
@@ -498,7 +510,7 @@ harness:
 
 @pytest.fixture
 def spend_project(pytester: pytest.Pytester):
-    p = _new_project(pytester, SPEND_CATALOGUE)
+    p = new_project(pytester, SPEND_CATALOGUE)
     p.makeconftest(SPEND_CONFTEST)
     p.makepyfile(test_cost=SPEND_TESTS)
     (p.path / "cfg.yaml").write_text(SPEND_CONFIG)
@@ -520,6 +532,8 @@ def test_spend_is_reported_per_technique(spend_project: pytest.Pytester):
 
 
 def test_max_cost_cuts_claims_short_as_budget(spend_project: pytest.Pytester):
+    """The cap is spent inside COST-001's loop, so the claims run after it are cut short: which ones depends on
+    the order, here the file's (new_project turns pytest-randomly off in the child)."""
     result = spend_project.runpytest_subprocess("--report-dir", "out", "--harness-config", "cfg.yaml",
                                                 "--max-cost", "25")
     result.assert_outcomes(passed=1, skipped=2)  # never failed, never passed
@@ -551,7 +565,7 @@ def test_estimate_cost_calls_nothing_and_judges_nothing(spend_project: pytest.Py
 
 
 def test_progress_lines_for_a_technique_loop(pytester: pytest.Pytester):
-    p = _new_project(pytester, SPEND_CATALOGUE.replace("COST-001", "COST-009"))
+    p = new_project(pytester, SPEND_CATALOGUE.replace("COST-001", "COST-009"))
     p.makepyfile(test_loop="""
         import time
 

@@ -10,6 +10,8 @@ from typing import Any
 
 import pytest
 
+from tests.pytester_kit import repo_project
+
 pytestmark = pytest.mark.unit
 pytest_plugins = ["pytester"]
 README = (Path(__file__).resolve().parents[1] / "README.md").read_text(encoding="utf-8")
@@ -137,16 +139,6 @@ def test_every_readme_block_is_run_or_says_why_not():
     assert named <= defined, f"tests named but missing: {sorted(named - defined)}"
 
 
-def _project(pytester: pytest.Pytester) -> pytest.Pytester:
-    """A user's project with this repository's configuration (the examples that name `wsop.yaml`); the protocol's
-    catalogue comes with the installed plugin."""
-    import shutil
-
-    pytester.makeini("[pytest]\naddopts = --strict-markers -p no:cacheprovider\nharness_config = wsop.yaml\n")
-    shutil.copy(ROOT / "wsop.yaml", pytester.path / "wsop.yaml")
-    return pytester
-
-
 def _run(cmd: str, cwd: Path, *, check: bool = True) -> Any:
     """The README's command as written, in `cwd` (its stdout; with check=False the finished process)."""
     import shlex
@@ -173,7 +165,7 @@ def test_techniques_command_runs():
 
 def test_techniques_python_example_prints_what_it_says(pytester: pytest.Pytester):
     code = _blocks("Techniques", "python")[0]
-    _project(pytester)
+    repo_project(pytester)
     pytester.makepyfile(example=code)
     import subprocess
     import sys
@@ -187,7 +179,7 @@ def test_techniques_python_example_prints_what_it_says(pytester: pytest.Pytester
 
 def test_verdicts_snippet_runs(pytester: pytest.Pytester):
     snippet = _blocks("Verdicts", "python")[0]
-    _project(pytester)
+    repo_project(pytester)
     body = "\n".join("    " + line for line in snippet.splitlines())
     pytester.makepyfile(test_verdicts=(
         "import numpy as np\n"
@@ -198,7 +190,7 @@ def test_verdicts_snippet_runs(pytester: pytest.Pytester):
         "ret_correct = np.maximum(base_correct, (rng.uniform(size=40) < 0.3).astype(float))\n"
         "abstained_on_negatives = [1] * 30 + [0] * 2\n\n"
         "def test_readme_verdicts(check):\n" + body + "\n"))
-    result = pytester.runpytest_subprocess("--spec-coverage", "off", "--report-dir", "out", "-p", "no:randomly")
+    result = pytester.runpytest_subprocess("--spec-coverage", "off", "--report-dir", "out")
     assert "Error" not in result.stdout.str(), result.stdout.str()[-3000:]
     checks = json.loads((pytester.path / "out" / "results.json").read_text())["checks"]
     verdicts = {c["spec_id"]: c["verdict"] for c in checks}

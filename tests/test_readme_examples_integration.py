@@ -5,7 +5,8 @@ import json
 
 import pytest
 
-from tests.test_readme_examples import ROOT, _blocks, _project
+from tests.pytester_kit import ROOT, repo_project
+from tests.test_readme_examples import _blocks
 
 pytestmark = pytest.mark.integration
 pytest_plugins = ["pytester"]
@@ -18,7 +19,7 @@ def test_your_own_technique_runs_the_existing_claims(pytester: pytest.Pytester):
 
     conftest = _blocks("Techniques", "python")[1]
     cmd = _blocks("Techniques", "bash")[1].strip()
-    _project(pytester)
+    repo_project(pytester)
     pytester.makeconftest(conftest)
     (pytester.path / "benchmarks").mkdir()
     for f in ("conftest.py", "test_techniques.py"):

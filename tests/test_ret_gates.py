@@ -10,6 +10,7 @@ from scipy import stats as st
 from harness.techniques.ret_eval import (ArmRun, added_cost_ratio, added_latency, fallback_rate,
                                          fingerprint_recall_lift, gate_tau, hypothesis_alignment, hypothesis_option,
                                          paired_taus, run_fell_back, selection_tau, top_coverage_hypothesis)
+from tests.pytester_kit import new_project
 
 pytestmark = pytest.mark.unit
 pytest_plugins = ["pytester"]
@@ -191,14 +192,7 @@ def test_the_check_withholds_a_pass_measured_on_a_fallback_run(pytester: pytest.
     import json
     import textwrap
 
-    pytester.makeini(textwrap.dedent("""
-        [pytest]
-        addopts = --strict-markers -p no:cacheprovider
-        spec_files = specs
-        filterwarnings = error
-    """))
-    (pytester.path / "specs").mkdir()
-    (pytester.path / "specs" / "demo.yaml").write_text(textwrap.dedent("""
+    new_project(pytester, """
         specs:
           - id: DEMO-COST
             title: Added cost stays under a bound
@@ -207,7 +201,7 @@ def test_the_check_withholds_a_pass_measured_on_a_fallback_run(pytester: pytest.
             comparator: "<="
             threshold: 0.18
             source: demo
-    """))
+    """)
     pytester.makepyfile(test_demo=textwrap.dedent("""
         import pytest
 
