@@ -447,7 +447,8 @@ def judges(request: pytest.FixtureRequest, pytestconfig: pytest.Config, harness_
         else:
             client = _client(pytestconfig, harness_config, model, cache=cache)
         provenance.note_model(model, traffic="live+cache" if cache is not None else "live", role="judge")
-        out.append(LLMJudge(client.with_role("judge"), temperature=h.judge.temperature, seed=h.judge.seed))
+        out.append(LLMJudge(client.with_role("judge"), temperature=h.judge.temperature, seed=h.judge.seed,
+                            recheck_temperature=h.judge.recheck_temperature, recheck_prompt=h.judge.recheck_prompt))
     return out
 
 
