@@ -1,12 +1,15 @@
-"""The judge's reliability in the benchmark tier: agreement with HaluEval's labels (Cohen's κ, accuracy), its
-self-consistency (flip rate with another seed, uncached) and the judges' agreement (Krippendorff's α)."""
+"""The judge's reliability in the benchmark tier: agreement with HaluEval's labels (Cohen's κ over every item, a
+failed ruling a disagreement; on fewer items than the spec's min_n it cannot be supported), its self-consistency
+(flip rate against a second ruling in the rubric's other wording at the recheck temperature, uncached) and the
+judges' agreement (Krippendorff's α)."""
 from __future__ import annotations
 
 import math
 
 import pytest
 
-from harness.stats.effect import Effect, proportion_effect
+from harness.stats.effect import Effect
+from harness.stats.intervals import wilson_interval
 
 pytestmark = pytest.mark.benchmark
 
@@ -30,8 +33,10 @@ def test_judge_agrees_with_labels(judge_agreement, judge_name, check, measure):
     # a judge that gives every item one label has kappa exactly 0 (every resample too): refuted, not inconclusive
     effect = Effect("kappa", rel.kappa, rel.kappa_ci, rel.n, sd, interval_method="percentile bootstrap",
                     exact=rel.kappa_exact)
+    # n: every item (failed rulings counted as disagreements); fewer than the spec's min_n cannot support it
     check("JUDGE-KAPPA", effect, **_ctx(study, rel, accuracy=rel.accuracy, accuracy_ci=list(rel.accuracy_ci),
                                         lexical_kappa=lexical.kappa, items=len(study.items),
+                                        ruled=rel.n - rel.failures, kappa_ruled=rel.kappa_ruled,
                                         right_answers=sum(i.supported for i in study.items)))
 
 
@@ -39,12 +44,11 @@ def test_judge_agrees_with_labels(judge_agreement, judge_name, check, measure):
 def test_judge_is_self_consistent(judge_agreement, judge_name, check):
     study = judge_agreement
     rel = study.reliability[judge_name]
-    first, second = study.first[judge_name], study.second[judge_name]
-    flips = [a != b for a, b in zip(first, second) if a is not None and b is not None]
-    rate = proportion_effect(flips)  # its Wilson interval goes beside the point estimate
-    check("JUDGE-FLIP-RATE", rate.estimate if flips else float("nan"),
-          **_ctx(study, rel, n=len(flips), ci=list(rate.ci), seeds=[0, 1], second_pass="uncached",
-                 **({} if flips else {"reason": "no item was ruled on both times"})))
+    # the share of ruled items a perturbed re-ruling did not reproduce (changed, failed, or not perturbed at all)
+    unconfirmed = rel.recheck.get("unconfirmed", 0)
+    check("JUDGE-FLIP-RATE", rel.flip_rate if rel.flip_n else float("nan"),
+          **_ctx(study, rel, n=rel.flip_n, ci=list(wilson_interval(unconfirmed, rel.flip_n)), perturbation=rel.recheck,
+                 **({} if rel.flip_n else {"reason": "the judge ruled on no item: nothing to rule on again"})))
 
 
 @pytest.mark.spec("JUDGE-ALPHA")

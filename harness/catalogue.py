@@ -13,7 +13,7 @@ from harness.stats.verdict import DIRECTIONAL, RULES, TESTS, Decision
 
 TIERS = ("unit", "integration", "benchmark")
 REQUIRED_KEYS = ("id", "title", "marker", "metric", "comparator", "threshold", "source")
-OPTIONAL_KEYS = ("expected", "note", "issue", "decision", "control", "kind", "dataset")
+OPTIONAL_KEYS = ("expected", "note", "issue", "decision", "control", "kind", "dataset", "min_n")
 KINDS = ("claim", "property")
 DECISION_KEYS = ("rule", "test", "alpha", "confidence")
 
@@ -53,6 +53,9 @@ class Spec:
     # the set(s) the claim is measured on by default (a folder of the data directory, or `retail_kb`, the shipped
     # KB); the dataset a check actually used is in its context
     dataset: tuple[str, ...] = ()
+    # the fewest items (queries) the claim may be decided on: a pass or supported verdict measured on fewer reads
+    # inconclusive, with min_n as the items needed (harness.stats.verdict.below_min_n)
+    min_n: int | None = None
     file: str = field(default="", compare=False)
 
     def holds(self, value: Any) -> bool:
@@ -146,6 +149,9 @@ def _validate_entry(entry: Any, path: Path, index: int) -> Spec:
     ds = [ds] if isinstance(ds, str) else ds
     if not isinstance(ds, list) or not all(isinstance(d, str) and d for d in ds):
         raise CatalogueError(f"{where}: field 'dataset' must be a dataset name or a list of names")
+    min_n = entry.get("min_n")
+    if min_n is not None and (not isinstance(min_n, int) or isinstance(min_n, bool) or min_n < 1):
+        raise CatalogueError(f"{where}: field 'min_n' must be a positive integer (the fewest items), got {min_n!r}")
     fields = {k: entry[k] for k in REQUIRED_KEYS + OPTIONAL_KEYS if k in entry}
     fields["dataset"] = tuple(ds)
     if "decision" in entry:

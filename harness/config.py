@@ -161,11 +161,26 @@ class JudgeSettings(_Strict):
 
     # litellm model strings or local/* aliases (--judge, repeatable); empty: the run's LLM (--llm)
     models: list[str] = Field(default_factory=list)
-    temperature: float = Field(default=0.0, ge=0)  # the judge's sampling temperature (flip rate is measured at it)
+    temperature: float = Field(default=0.0, ge=0)  # the judge's sampling temperature (its first, scored ruling)
     max_claims: int = Field(default=8, ge=1)  # claims judged per answer; the rest are counted as cut
     agreement_items: int = Field(default=400, ge=2)  # HaluEval items judged for kappa and flip rate (benchmark
     # tier); --max-queries caps it, as it caps every study
     seed: int = 0  # the first ruling's seed; the self-consistency pass uses seed + 1, uncached
+    # the self-consistency pass (JUDGE-FLIP-RATE) asks every item again, uncached, in what a real re-run can differ
+    # in: sampled at this temperature (0.7: the sampling temperature of Wang et al., "Self-Consistency Improves
+    # Chain of Thought Reasoning", ICLR 2023, §3.1, for GPT-3 and PaLM-540B; at 0 a seed changes nothing) ...
+    recheck_temperature: float = Field(default=0.7, ge=0)
+    # ... and in the rubric's other wording, a key of harness/prompts/judge.yaml ("support" keeps the first's)
+    recheck_prompt: str = "support_recheck"
+
+    @model_validator(mode="after")
+    def _recheck_prompt_exists(self) -> "JudgeSettings":
+        from harness.prompts import load_prompts
+
+        entry = load_prompts("judge").get(self.recheck_prompt)
+        if not (isinstance(entry, dict) and "user" in entry):
+            raise ValueError(f"recheck_prompt {self.recheck_prompt!r} is not a prompt of harness/prompts/judge.yaml")
+        return self
 
 
 class SequentialSettings(_Strict):

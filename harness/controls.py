@@ -1192,30 +1192,50 @@ def _judge_blind(mp: Any) -> None:
 
     from harness.judge.llm_judge import LLMJudge
 
-    orig = LLMJudge.supported
-    mp.setattr(LLMJudge, "supported", lambda self, item, **kw: orig(self, dataclasses.replace(item, context=""), **kw))
+    orig = LLMJudge.rule  # `supported` rules through `rule` too
+    mp.setattr(LLMJudge, "rule", lambda self, item, **kw: orig(self, dataclasses.replace(item, context=""), **kw))
 
 
 @control("judge-one-label", breaks="the LLM judge calls every claim supported, whatever the claim and its context "
                                    "(no model call)")
 def _judge_one_label(mp: Any) -> None:
-    from harness.judge.llm_judge import LLMJudge
+    from harness.judge.llm_judge import LLMJudge, Ruling
 
-    mp.setattr(LLMJudge, "supported", lambda self, item, **kw: True)
+    def rule(self, item, *, seed=None, fresh=False, recheck=False):
+        return Ruling(True, "recheck" if recheck else "support", "(no call)", 0.0, seed, False)
+
+    mp.setattr(LLMJudge, "rule", rule)
 
 
-@control("judge-second-ruling-random", breaks="the judge's fresh (second) rulings are coin flips")
+@control("judge-second-ruling-random", breaks="the judge's second (recheck) rulings are coin flips")
 def _judge_coin(mp: Any) -> None:
     import random
 
+    from harness.judge.llm_judge import LLMJudge, Ruling
+
+    orig, rng = LLMJudge.rule, random.Random(0)
+
+    def rule(self, item, *, seed=None, fresh=False, recheck=False):
+        if recheck:
+            return Ruling(rng.random() < 0.5, "recheck", f"(coin {rng.random()})", 1.0, seed, False)
+        return orig(self, item, seed=seed, fresh=fresh)
+
+    mp.setattr(LLMJudge, "rule", rule)
+
+
+@control("judge-recheck-repeats-first-ruling", breaks="the judge's second ruling repeats the first call (first "
+         "wording, first temperature and seed, answerable from the cache) instead of a perturbed re-ruling")
+def _judge_recheck_repeats(mp: Any) -> None:
     from harness.judge.llm_judge import LLMJudge
 
-    orig, rng = LLMJudge.supported, random.Random(0)
+    orig = LLMJudge.rule
 
-    def supported(self, item, *, seed=None, fresh=False):
-        return rng.random() < 0.5 if fresh else orig(self, item, seed=seed, fresh=fresh)
+    def rule(self, item, *, seed=None, fresh=False, recheck=False):
+        if recheck:  # the recheck pass asks with seed + 1: back to the first ruling's request
+            return orig(self, item, seed=None if seed is None else seed - 1)
+        return orig(self, item, seed=seed, fresh=fresh)
 
-    mp.setattr(LLMJudge, "supported", supported)
+    mp.setattr(LLMJudge, "rule", rule)
 
 
 @control("e3-answers-without-context", breaks="E3 generates from no sources (its reranked chunks are retrieved, not given)")

@@ -67,7 +67,8 @@ def check(request: pytest.FixtureRequest) -> Callable[..., Any]:
     (`harness.stats.paired_effect` / `proportion_effect`) for `ci` and `test` specs, which get a three-valued
     verdict (supported / refuted / inconclusive) from their interval or test. A `fallback_rate` in the context
     (the share of queries where the technique fell back or failed) above 10% withholds a pass or a supported
-    verdict (inconclusive: the fallback was measured). Records value, verdict and
+    verdict (inconclusive: the fallback was measured), as does an n below the spec's `min_n` (the Effect's n, or
+    `n=` in the context). Records value, verdict and
     context (n, ci, p_value, model, dataset, ...) for the report; refuted and failed checks fail the test,
     inconclusive ones fail it only under --strict-verdicts.
     """
@@ -77,7 +78,7 @@ def check(request: pytest.FixtureRequest) -> Callable[..., Any]:
     def _check(spec_id: str, value: Any, **context: Any) -> Any:
         from harness import provenance
         from harness.stats.effect import Effect
-        from harness.stats.verdict import decide, decide_estimate
+        from harness.stats.verdict import below_min_n, decide, decide_estimate
 
         s = cat[spec_id]
         if estimating(request.config):  # the stand-in's answers are not the model's: nothing to judge
@@ -93,8 +94,9 @@ def check(request: pytest.FixtureRequest) -> Callable[..., Any]:
             if effect is None:
                 raise TypeError(f"{s.id} is decided by its {s.decision.describe()}: pass an Effect "
                                 "(harness.stats.paired_effect or proportion_effect), not a bare number")
-            v = decide(effect, s.comparator, s.threshold, s.decision, fallback_rate=context.get("fallback_rate"),
-                       error_rate=context.get("error_rate"))
+            v = below_min_n(decide(effect, s.comparator, s.threshold, s.decision,
+                                   fallback_rate=context.get("fallback_rate"), error_rate=context.get("error_rate")),
+                            effect.n, s.min_n)
             record.update(value=effect.estimate, verdict=v.verdict, effect=effect.as_context(),
                           decided=v.as_context())
         else:
@@ -104,10 +106,12 @@ def check(request: pytest.FixtureRequest) -> Callable[..., Any]:
                 record.update(value=number, verdict="inconclusive", decided={"verdict": "inconclusive",
                                                                              "reason": reason})
             else:  # a pass measured where the technique fell back (`fallback_rate` > 10%) reads inconclusive
-                v = decide_estimate(s.holds(number), fallback_rate=context.get("fallback_rate"))
+                v = below_min_n(decide_estimate(s.holds(number), fallback_rate=context.get("fallback_rate")),
+                                effect.n if effect is not None else context.get("n"), s.min_n)
                 record.update(value=number, verdict=v.verdict)
                 if v.verdict == "inconclusive":
-                    record["decided"] = {"verdict": v.verdict, "reason": v.reason}
+                    record["decided"] = {"verdict": v.verdict, "reason": v.reason,
+                                         **({"queries_needed": v.queries_needed} if v.queries_needed else {})}
             if effect is not None:
                 record["effect"] = effect.as_context()
         context = dict(context)
@@ -443,7 +447,8 @@ def judges(request: pytest.FixtureRequest, pytestconfig: pytest.Config, harness_
         else:
             client = _client(pytestconfig, harness_config, model, cache=cache)
         provenance.note_model(model, traffic="live+cache" if cache is not None else "live", role="judge")
-        out.append(LLMJudge(client.with_role("judge"), temperature=h.judge.temperature, seed=h.judge.seed))
+        out.append(LLMJudge(client.with_role("judge"), temperature=h.judge.temperature, seed=h.judge.seed,
+                            recheck_temperature=h.judge.recheck_temperature, recheck_prompt=h.judge.recheck_prompt))
     return out
 
 

@@ -187,10 +187,12 @@ def test_flip_rate_and_majority():
     assert flip_rate([True, True, False, False], [True, False, False, True]) == 0.5
     assert majority_verdict([[1, 1, 0], [0, None, 0], [1, 0], [None]]) == [1, 0, None, None]
     rel = JudgeReliability.measure("j", "s", [True, None, False, True], [True, True, False, False],
-                                   second=[True, True, True, None])
-    assert rel.failures == 1 and rel.n == 3 and rel.flip_n == 2 and rel.flip_rate == 0.5
-    assert rel.accuracy == pytest.approx(2 / 3)
-    assert np.isclose(rel.kappa, cohen_kappa([True, False, True], [True, False, False]))
+                                   second=[True, True, True, None], perturbed=[True] * 4)
+    # every item counts (the failed ruling a disagreement); flips over the 3 ruled: one changed, one failed
+    assert rel.failures == 1 and rel.n == 4 and rel.flip_n == 3 and rel.flip_rate == pytest.approx(2 / 3)
+    assert rel.accuracy == pytest.approx(2 / 4)
+    assert np.isclose(rel.kappa, cohen_kappa([True, None, False, True], [True, True, False, False]))
+    assert np.isclose(rel.kappa_ruled, cohen_kappa([True, False, True], [True, False, False]))
 
 
 @pytest.mark.parametrize("reply, read", [
@@ -233,8 +235,9 @@ def test_several_judges_give_alpha_and_a_majority(scripted_llm):
         [("The fee is 5 dollars.", True), ("The fee is 9 dollars.", False), ("A fee of 5 dollars.", True),
          ("The fee is 7 dollars.", False), ("The fee is 5 dollars.", True), ("The fee is waived.", False)])]
     says_yes = LLMJudge(scripted_llm(lambda m, p: '{"supported": true}', name="always-yes"))
-    says_label = LLMJudge(scripted_llm(
-        lambda m, p: '{"supported": %s}' % str(" 5 " in m[-1]["content"].split("Claim:")[1]).lower(), name="five"))
+    says_label = LLMJudge(scripted_llm(  # the claim's line, in either wording of the rubric
+        lambda m, p: '{"supported": %s}' % str(" 5 " in re.search(r"^Claim(?: to check)?: (.*)$", m[-1]["content"],
+                                                                  re.M).group(1)).lower(), name="five"))
     study = measure_agreement([says_yes, says_label], items, "toy", seed=0)
     # lexical: 5-dollar claims supported (all tokens in the context), the others not (a number or "waived" missing)
     assert study.first["lexical"] == [True, False, True, False, True, False]

@@ -4,14 +4,19 @@
   each rater's marginal shares; nan when p_e = 1 (both raters constant and equal: agreement is undefined).
   Its interval is a seeded percentile bootstrap over items (`kappa_interval`).
 - `accuracy` against labels with its Wilson interval (`harness.stats.intervals.wilson_interval`).
-- `flip_rate(first, second)`: self-consistency, the share of items whose verdict changed when the judge ruled
-  again with another seed (its response cache bypassed).
+- `flip_rate(first, second)`: the share of items whose verdict differs between two rulings;
+  `recheck_flips(first, second, perturbed)` the self-consistency figure the flag reads: of the items the judge
+  ruled on, the share whose verdict a *perturbed* re-ruling (`harness.judge.llm_judge.perturbed`: another
+  wording of the rubric and/or a sampled temperature, the cache bypassed) did not reproduce: it differs, it
+  failed, or the re-ruling was not perturbed (a repeat of the first call cannot confirm anything).
 - `krippendorff_alpha(ratings)`: Krippendorff's α for nominal data over units × raters with missing values
   (Krippendorff, "Computing Krippendorff's Alpha-Reliability", 2011): 1 − D_o / D_e from the coincidence
   matrix; α ≥ 0.667 is his floor for tentative conclusions, 0.8 for firm ones.
 - `majority_verdict(ratings)`: each unit's most frequent rating (ties: None).
 
-`JudgeReliability` gathers them for one judge; it is *unreliable* when κ < 0.4 (below "moderate" on Landis &
+`JudgeReliability` gathers them for one judge. κ and accuracy are taken over *every* item: a failed ruling
+(None) is a verdict of its own that never equals a label, so it counts as a disagreement (κ over the ruled items
+alone is kept beside it as `kappa_ruled`). The judge is *unreliable* when κ < 0.4 (below "moderate" on Landis &
 Koch's 1977 scale, or undefined) or the flip rate exceeds 0.2; a claim that rests on such a judge cannot be
 supported (`hold_on_unreliable_judge`, which `harness.fixtures.check` applies to every check).
 """
@@ -28,7 +33,8 @@ from harness.stats.effect import Effect, proportion_effect
 from harness.stats.intervals import Interval, wilson_interval
 
 __all__ = ["JudgeReliability", "KAPPA_FLOOR", "FLIP_CEILING", "accuracy", "cohen_kappa", "flip_effect", "flip_rate",
-           "hold_on_unreliable_judge", "kappa_effect", "kappa_interval", "krippendorff_alpha", "majority_verdict"]
+           "hold_on_unreliable_judge", "kappa_effect", "kappa_interval", "krippendorff_alpha", "majority_verdict",
+           "recheck_flips"]
 
 KAPPA_FLOOR = 0.4
 FLIP_CEILING = 0.2
@@ -91,6 +97,26 @@ def flip_effect(first: Sequence[bool | None], second: Sequence[bool | None], *,
                              confidence=confidence)
 
 
+def recheck_flips(first: Sequence[Hashable | None], second: Sequence[Hashable | None],
+                  perturbed: Sequence[bool]) -> tuple[float, int, dict[str, int]]:
+    """Over the items the first ruling decided (not None): the share whose verdict was not reproduced by a
+    perturbed re-ruling, their number, and the counts by cause (`changed`, `failed`: the re-ruling gave no
+    verdict, `unperturbed`: it repeated the first request); nan without a decided item."""
+    if not len(first) == len(second) == len(perturbed):
+        raise ValueError(f"{len(first)} first rulings, {len(second)} second ones, {len(perturbed)} perturbation flags")
+    counts = {"changed": 0, "failed": 0, "unperturbed": 0}
+    decided = [k for k, v in enumerate(first) if v is not None]
+    for k in decided:
+        if not perturbed[k]:
+            counts["unperturbed"] += 1
+        elif second[k] is None:
+            counts["failed"] += 1
+        elif second[k] != first[k]:
+            counts["changed"] += 1
+    n = len(decided)
+    return (sum(counts.values()) / n if n else math.nan), n, counts
+
+
 def krippendorff_alpha(ratings: Sequence[Sequence[Hashable | None]]) -> float:
     """Nominal α over `ratings[unit][rater]` (None: missing); units with fewer than two ratings are not
     pairable and are left out; nan when no disagreement is expected (one value only)."""
@@ -139,16 +165,19 @@ class JudgeReliability:
     accuracy_ci: Interval
     flip_rate: float | None = None
     flip_n: int = 0
-    failures: int = 0
+    failures: int = 0  # failed rulings among the n items (counted in κ and accuracy as disagreements)
     temperature: float | None = None
     notes: dict[str, Any] = field(default_factory=dict)
-    kappa_exact: bool = False  # one label for every item, labels varied: κ = 0 by construction, in every resample
+    kappa_exact: bool = False  # one verdict for every item, labels varied: κ = 0 by construction, in every resample
+    kappa_ruled: float = math.nan  # κ over the ruled items only (failed rulings left out), for comparison
+    recheck: dict[str, Any] = field(default_factory=dict)  # the second ruling's perturbation and its flips by cause
 
     @property
     def reasons(self) -> list[str]:
         out = []
         if math.isnan(self.kappa) or self.kappa < KAPPA_FLOOR:
-            out.append(f"κ = {self.kappa:.3g} < {KAPPA_FLOOR} against {self.labelled_set}'s labels")
+            failed = f" ({self.failures} failed rulings of {self.n} counted as disagreements)" if self.failures else ""
+            out.append(f"κ = {self.kappa:.3g} < {KAPPA_FLOOR} against {self.labelled_set}'s labels{failed}")
         if self.flip_rate is not None and not math.isnan(self.flip_rate) and self.flip_rate > FLIP_CEILING:
             out.append(f"flip rate {self.flip_rate:.3g} > {FLIP_CEILING}")
         return out
@@ -165,23 +194,31 @@ class JudgeReliability:
 
     @classmethod
     def measure(cls, judge: str, labelled_set: str, verdicts: Sequence[bool | None], labels: Sequence[bool], *,
-                second: Sequence[bool | None] | None = None, temperature: float | None = None,
-                seed: int = 0, **notes: Any) -> "JudgeReliability":
-        """κ and accuracy over the items the judge ruled on (None: a failed ruling, counted in `failures`);
-        flip rate over the items ruled on both times. `kappa_exact` when the judge gave every item one label
-        and the labels vary: κ is then exactly 0, not an estimate."""
-        pairs = [(v, y) for v, y in zip(verdicts, labels) if v is not None]
-        vs, ys = [v for v, _ in pairs], [y for _, y in pairs]
-        acc, acc_ci = accuracy(vs, ys)
-        flips, flip_n = None, 0
+                second: Sequence[bool | None] | None = None, perturbed: Sequence[bool] | None = None,
+                recheck: dict[str, Any] | None = None, temperature: float | None = None, seed: int = 0,
+                **notes: Any) -> "JudgeReliability":
+        """κ and accuracy over every item, a failed ruling (None) counted as a disagreement (`failures` of
+        them); the flip rate (`recheck_flips`) from the `second` rulings and whether each was `perturbed`
+        (required with `second`); `recheck` describes the perturbation. `kappa_exact` when the judge gave
+        every item one verdict (a failure included) and the labels vary: κ is then exactly 0, not an estimate."""
+        verdicts, labels = list(verdicts), list(labels)
+        if len(verdicts) != len(labels):
+            raise ValueError(f"{len(verdicts)} verdicts for {len(labels)} labels")
+        ruled = [(v, y) for v, y in zip(verdicts, labels) if v is not None]
+        acc, acc_ci = accuracy(verdicts, labels)
+        flips, flip_n, described = None, 0, dict(recheck or {})
         if second is not None:
-            both = [(x, y) for x, y in zip(verdicts, second) if x is not None and y is not None]
-            flip_n = len(both)
-            flips = flip_rate([x for x, _ in both], [y for _, y in both])
-        # a rater with one label: p_o = p_e on any items, so κ is 0 (or undefined) in every resample
-        one_label = len(set(vs)) == 1 and len(set(ys)) > 1
-        return cls(judge, labelled_set, len(pairs), cohen_kappa(vs, ys), kappa_interval(vs, ys, seed=seed), acc,
-                   acc_ci, flips, flip_n, len(verdicts) - len(pairs), temperature, dict(notes), kappa_exact=one_label)
+            if perturbed is None:
+                raise ValueError("second rulings need `perturbed`: whether each re-ruling differed from the first "
+                                 "request (harness.judge.llm_judge.perturbed)")
+            flips, flip_n, counts = recheck_flips(verdicts, list(second), list(perturbed))
+            described.update(counts, unconfirmed=sum(counts.values()))
+        # one verdict everywhere: p_o = p_e on any items, so κ is 0 (or undefined) in every resample
+        one_label = len(set(verdicts)) == 1 and len(set(labels)) > 1
+        return cls(judge, labelled_set, len(verdicts), cohen_kappa(verdicts, labels),
+                   kappa_interval(verdicts, labels, seed=seed), acc, acc_ci, flips, flip_n,
+                   len(verdicts) - len(ruled), temperature, dict(notes), kappa_exact=one_label,
+                   kappa_ruled=cohen_kappa([v for v, _ in ruled], [y for _, y in ruled]), recheck=described)
 
 
 def kappa_effect(rel: JudgeReliability) -> Effect:

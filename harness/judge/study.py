@@ -3,12 +3,12 @@ among judges), and many answers judged claim by claim. Loops are bounded-concurr
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
 import numpy as np
 
 from harness.judge.labelled import LabelledClaim
-from harness.judge.llm_judge import AnswerJudgement, Judge, LexicalJudge, judge_answer
+from harness.judge.llm_judge import AnswerJudgement, Judge, LexicalJudge, Ruling, judge_answer, perturbed
 from harness.judge.reliability import JudgeReliability, krippendorff_alpha, majority_verdict
 from harness.parallel import ordered_map
 from harness.progress import progress
@@ -18,7 +18,8 @@ __all__ = ["AgreementStudy", "judge_answers", "measure_agreement", "summarize_by
 
 @dataclass
 class AgreementStudy:
-    """Each judge's rulings on a labelled set (twice for LLM judges), their reliability and their agreement."""
+    """Each judge's rulings on a labelled set (twice for LLM judges: `rulings` holds both passes' `Ruling`s, the
+    requests included), their reliability and their agreement."""
 
     labelled_set: str
     items: list[LabelledClaim]
@@ -27,9 +28,10 @@ class AgreementStudy:
     reliability: dict[str, JudgeReliability]
     alpha: float
     majority: list[Any] = field(default_factory=list)
+    rulings: dict[str, tuple[list[Ruling], list[Ruling]]] = field(default_factory=dict)
 
     def majority_reliability(self) -> JudgeReliability:
-        """The majority verdict of every judge as a judge of its own (ties are failed rulings)."""
+        """The majority verdict of every judge as a judge of its own (a tie is a failed ruling: a disagreement)."""
         return JudgeReliability.measure("majority(" + ", ".join(self.first) + ")", self.labelled_set,
                                         self.majority, [i.supported for i in self.items])
 
@@ -38,40 +40,59 @@ def _concurrency(judge: Judge) -> int:
     return getattr(getattr(judge, "llm", None), "concurrency", 1)
 
 
+def _rule_all(stage: str, items: list[LabelledClaim], rule: Callable[[LabelledClaim], Any], concurrency: int) -> list:
+    """`rule` on every item, up to `concurrency` at once, with a progress line."""
+    bar = progress(stage, len(items))
+
+    def one(it: LabelledClaim) -> Any:
+        out = rule(it)
+        bar.advance()
+        return out
+
+    out = ordered_map(one, items, concurrency)
+    bar.close()
+    return out
+
+
 def measure_agreement(judges: Sequence[Judge], items: Sequence[LabelledClaim], labelled_set: str, *, seed: int = 0,
                       lexical: bool = True) -> AgreementStudy:
-    """Rule on every item with each judge (LLM judges twice: `seed`, then `seed + 1` with the cache bypassed,
-    for the flip rate); the lexical baseline rules once (it cannot flip). κ, accuracy and flip rate per judge;
+    """Rule on every item with each judge; LLM judges twice: with `seed`, then the recheck pass
+    (`LLMJudge.rule(recheck=True)`: the rubric's other wording at the recheck temperature, seed + 1, uncached)
+    for the flip rate. The lexical baseline rules once (it cannot flip). κ, accuracy and flip rate per judge;
     Krippendorff's α and the majority verdict over all of them."""
     everyone: list[Judge] = list(judges) + ([LexicalJudge()] if lexical else [])
     items = list(items)
     labels = [i.supported for i in items]
     first: dict[str, list[bool | None]] = {}
     second: dict[str, list[bool | None]] = {}
+    rulings: dict[str, tuple[list[Ruling], list[Ruling]]] = {}
     reliability: dict[str, JudgeReliability] = {}
     for judge in everyone:
-        passes = (False, True) if not isinstance(judge, LexicalJudge) else (False,)
-        for fresh in passes:
-            bar = progress(f"judge {judge.name} on {labelled_set}" + (" (again, other seed)" if fresh else ""),
-                           len(items))
-
-            def rule(it: LabelledClaim, fresh: bool = fresh, judge: Judge = judge, bar: Any = bar) -> bool | None:
-                v = judge.supported(it.item, seed=seed + int(fresh), fresh=fresh)
-                bar.advance()
-                return v
-
-            (second if fresh else first)[judge.name] = ordered_map(rule, items, _concurrency(judge))
-            bar.close()
-        reliability[judge.name] = JudgeReliability.measure(
-            judge.name, labelled_set, first[judge.name], labels, second=second.get(judge.name),
-            temperature=getattr(judge, "temperature", None), seed=seed)
+        if isinstance(judge, LexicalJudge):
+            first[judge.name] = _rule_all(f"judge {judge.name} on {labelled_set}", items,
+                                          lambda it, j=judge: j.supported(it.item), 1)
+            reliability[judge.name] = JudgeReliability.measure(judge.name, labelled_set, first[judge.name], labels,
+                                                               seed=seed)
+            continue
+        j: Any = judge
+        once = _rule_all(f"judge {j.name} on {labelled_set}", items,
+                         lambda it, j=j: j.rule(it.item, seed=seed), _concurrency(j))
+        again = _rule_all(f"judge {j.name} on {labelled_set} (again: {j.recheck_prompt} at temperature "
+                          f"{j.recheck_temperature})", items,
+                          lambda it, j=j: j.rule(it.item, seed=seed + 1, recheck=True), _concurrency(j))
+        rulings[j.name] = (once, again)
+        first[j.name], second[j.name] = [r.verdict for r in once], [r.verdict for r in again]
+        reliability[j.name] = JudgeReliability.measure(
+            j.name, labelled_set, first[j.name], labels, second=second[j.name],
+            perturbed=[perturbed(a, b) for a, b in zip(once, again)], recheck=j.recheck_settings(seed + 1),
+            temperature=j.temperature, seed=seed)
     from harness import provenance
 
     for rel in reliability.values():
         provenance.note_judge(rel.as_context())
     units = [[first[j.name][k] for j in everyone] for k in range(len(items))]
     alpha = krippendorff_alpha(units) if len(everyone) > 1 else float("nan")
-    return AgreementStudy(labelled_set, items, first, second, reliability, alpha, majority_verdict(units))
+    return AgreementStudy(labelled_set, items, first, second, reliability, alpha, majority_verdict(units), rulings)
 
 
 def judge_answers(judge: Judge, answers: Sequence[tuple[str, str, str]], *, max_claims: int | None = 8,

@@ -317,8 +317,11 @@ def judge_lines(prov: dict[str, Any]) -> list[str]:
     for key, j in sorted((prov.get("judges") or {}).items()):
         lo, hi = (j.get("kappa_ci") or [float("nan")] * 2)[:2]
         flip = j.get("flip_rate")
-        flip_txt = f", flip rate {flip:.2f} over {j.get('flip_n')}" if isinstance(flip, (int, float)) else ""
-        fails = f", {j['failures']} failed rulings" if j.get("failures") else ""
+        again = j.get("recheck") or {}
+        how = (f" (re-ruled in {again['prompt']} wording at temperature {again['temperature']})"
+               if again.get("prompt") else "")
+        flip_txt = f", flip rate {flip:.2f} over {j.get('flip_n')}{how}" if isinstance(flip, (int, float)) else ""
+        fails = f", {j['failures']} failed rulings (counted as disagreements)" if j.get("failures") else ""
         flag = (" — JUDGE UNRELIABLE (" + "; ".join(j.get("reasons") or []) + "): claims resting on it cannot be "
                 "supported") if j.get("unreliable") else (" — reliable by κ ≥ 0.4 and flip rate ≤ 0.2" if flip_txt
                                                            else " — reliable by κ ≥ 0.4 (its rulings cannot flip)")

@@ -23,7 +23,7 @@ from typing import Any
 from harness.catalogue import Catalogue, Spec
 from harness.report.collector import Collector
 from harness.stats.effect import Effect
-from harness.stats.verdict import decide
+from harness.stats.verdict import below_min_n, decide
 
 VERDICT_ORDER = ("refuted", "fail", "error", "budget", "inconclusive", "supported", "pass", "property", "xfail", "skipped",
                  "not run")
@@ -90,8 +90,9 @@ def _holm(rows: list[dict[str, Any]], catalogue: Catalogue, alpha: float = 0.05)
             eff = effect_from_record(e["_record"])
             if eff is not None:
                 ctx = e["_record"].get("context", {})
-                v = decide(eff, spec.comparator, spec.threshold, spec.decision, p_value=adj,
-                           fallback_rate=ctx.get("fallback_rate"), error_rate=ctx.get("error_rate"))
+                v = below_min_n(decide(eff, spec.comparator, spec.threshold, spec.decision, p_value=adj,
+                                       fallback_rate=ctx.get("fallback_rate"), error_rate=ctx.get("error_rate")),
+                                eff.n, spec.min_n)
                 e.update(verdict=v.verdict, reason=v.reason, queries_needed=v.queries_needed, mde=v.mde,
                          untestable=v.untestable)
 

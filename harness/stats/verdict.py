@@ -20,7 +20,8 @@ back (HyDE to the raw query, fusion to the original query alone, RET skipped, an
 `MAX_FALLBACK_RATE` of its queries measured the fallback, not the technique: it cannot be supported, and a point
 estimate measured on such a run cannot pass (both read inconclusive). One whose arms *failed* (an LLM error, not
 a designed fallback) on more than that share reads **error**, a fourth verdict that fails the test: what was
-measured is the failure, so neither supported, refuted nor inconclusive applies.
+measured is the failure, so neither supported, refuted nor inconclusive applies. A claim whose catalogue row
+asks at least `min_n` items cannot pass or be supported on fewer (`below_min_n`: inconclusive, `min_n` needed).
 """
 from __future__ import annotations
 
@@ -135,6 +136,21 @@ def decide_estimate(holds: bool, *, fallback_rate: float | None = None) -> Verdi
                                        f"{fallback_rate:.0%} of queries (> {MAX_FALLBACK_RATE:.0%}): the fallback "
                                        "was measured")
     return Verdict("pass", "the estimate satisfies the claim")
+
+
+def below_min_n(v: Verdict, n: int | None, min_n: int | None) -> Verdict:
+    """A pass or supported verdict measured on fewer than `min_n` items (the catalogue's `min_n`) reads
+    inconclusive, `min_n` the items needed; other verdicts stand (an interval that already violates the claim
+    refutes it at any n). Raises when the spec asks a minimum and the check gave no n."""
+    if min_n is None:
+        return v
+    if n is None:
+        raise TypeError(f"the spec asks at least {min_n} items: pass the n the value was measured on")
+    if n >= min_n or v.verdict not in ("pass", "supported"):
+        return v
+    return Verdict("inconclusive", f"{v.reason}, but on {n} items: the spec asks at least {min_n}, so it cannot "
+                                   f"{'pass' if v.verdict == 'pass' else 'support the claim'} ({min_n - n} more needed)",
+                   float(min_n), v.mde, v.untestable)
 
 
 def _decide(effect: Effect, comparator: str, threshold: float, decision: Decision,
