@@ -1266,3 +1266,16 @@ def _ann_reversed(mp: Any) -> None:
         return [list(reversed(hits)) for hits in out] if through_ann else out
 
     mp.setattr(LanceStore, "search_vectors", search_vectors)
+
+
+@control("lexical-baseline-inverted", breaks="the judge-free lexical baseline rules every claim the opposite way")
+def _lexical_inverted(mp: Any) -> None:
+    from harness.judge.llm_judge import LexicalJudge
+
+    orig = LexicalJudge.supported
+
+    def supported(self, item, **kw):
+        verdict = orig(self, item, **kw)
+        return None if verdict is None else not verdict
+
+    mp.setattr(LexicalJudge, "supported", supported)

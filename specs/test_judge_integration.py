@@ -14,7 +14,8 @@ from harness.judge import LLMJudge
 from harness.judge.labelled import load_labelled_answers
 from harness.judge.study import measure_agreement
 
-pytestmark = [pytest.mark.integration, pytest.mark.vcr]
+# identical claims in the labelled set send identical requests (same seed): one recorded answer serves each
+pytestmark = [pytest.mark.integration, pytest.mark.vcr(allow_playback_repeats=True)]
 CASSETTE = (Path(__file__).resolve().parents[1] / "fixtures" / "cassettes" / "test_judge_integration"
             / "test_recorded_judge_on_the_hand_labelled_set[JUDGE-FLAG-HAND].yaml")
 # The cassette was recorded before issue 31: its second ruling is the old one (first wording, temperature 0, seed

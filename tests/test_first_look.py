@@ -50,7 +50,7 @@ def test_the_readme_command_ends_with_a_supported_a_refuted_and_an_inconclusive_
         assert any(line.startswith(r["id"]) and f"model={MODEL}" in line for line in proc.stdout.splitlines()), tail
     assert data["provenance"]["models"], "the provenance block says how the traffic was obtained"
     assert (tmp_path / "report" / "index.html").is_file()
-    assert "first look: 4 claims on recorded traffic of local/smollm2-135m-instruct" in proc.stdout, tail
+    assert "first look: 5 claims on recorded traffic of local/smollm2-135m-instruct" in proc.stdout, tail
 
 
 @pytest.mark.integration
@@ -58,7 +58,7 @@ def test_each_first_look_claim_fails_under_its_negative_control(tmp_path):
     proc, data = _run(tmp_path, "--negative-controls")
     tail = proc.stdout[-4000:] + proc.stderr[-2000:]
     controls = {r["id"]: r["control"] for r in data["specs"] if r["verdict"] != "not run"}
-    assert len(controls) == 4, tail
+    assert len(controls) == 5, tail
     assert all(c and c["outcome"] == "killed" for c in controls.values()), controls
 
 

@@ -15,7 +15,7 @@ import pytest
 
 from harness.controls import active_control
 
-pytestmark = pytest.mark.vcr
+pytestmark = pytest.mark.vcr(allow_playback_repeats=True)  # identical claims: identical requests (same seed)
 CASSETTES = Path(__file__).resolve().parents[2] / "fixtures" / "cassettes"
 JUDGE_CASSETTE = "test_judge_integration/test_recorded_judge_on_the_hand_labelled_set[JUDGE-FLAG-HAND]"
 HYDE_QUERIES = ["why does a wing stall at high angle of attack", "how are refunds paid for gift card purchases"]
@@ -73,6 +73,23 @@ def test_judge_agrees_with_the_hand_labels(judge_studies, recorded_llm, spec, ch
     lexical = study.reliability["lexical"]
     check(spec.id, kappa_effect(rel), **_judge_context(study, rel, recorded_llm), accuracy=rel.accuracy,
           accuracy_ci=list(rel.accuracy_ci), lexical_kappa=lexical.kappa, lexical_kappa_ci=list(lexical.kappa_ci))
+
+
+@pytest.mark.default_cassette(JUDGE_CASSETTE)
+@pytest.mark.spec("FIRST-LOOK-LEXICAL-BEATS-JUDGE")
+def test_lexical_baseline_against_the_judge(judge_studies, recorded_llm, check):
+    import numpy as np
+
+    from harness.stats.effect import paired_effect
+
+    study = _judge_study(judge_studies, recorded_llm)
+    rel = next(r for name, r in study.reliability.items() if name != "lexical")
+    labels = [i.supported for i in study.items]
+    right = {name: np.array([v is not None and v == y for v, y in zip(study.first[name], labels)], dtype=float)
+             for name in (rel.judge, "lexical")}
+    check("FIRST-LOOK-LEXICAL-BEATS-JUDGE", paired_effect(right["lexical"], right[rel.judge], binary=True, seed=1),
+          **_judge_context(study, rel, recorded_llm), accuracy_lexical=float(right["lexical"].mean()),
+          accuracy_judge=float(right[rel.judge].mean()))
 
 
 @pytest.mark.spec("FIRST-LOOK-HYDE-DIFFERS")
