@@ -6,11 +6,10 @@ from __future__ import annotations
 
 import math
 import re
-from pathlib import Path
 
 import pytest
 
-from harness.catalogue import load_catalogue
+from harness.catalogue import PROTOCOL_CATALOGUE, load_catalogue
 from harness.controls import get_control, restore_everywhere
 from harness.judge import ClaimItem, JudgeReliability, LLMJudge, cohen_kappa
 from harness.judge.labelled import LabelledClaim
@@ -22,7 +21,7 @@ from tests.pytester_kit import new_project
 
 pytestmark = pytest.mark.unit
 pytest_plugins = ["pytester"]
-CATALOGUE = load_catalogue([Path(__file__).resolve().parents[1] / "specs"])
+CATALOGUE = load_catalogue([PROTOCOL_CATALOGUE])
 CLAIM = re.compile(r"^Claim(?: to check)?: (.*)$", re.M)
 
 
