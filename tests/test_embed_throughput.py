@@ -49,12 +49,13 @@ def test_encode_rate_share_of_limit():
 
 
 def test_peak_rss_grows_with_an_allocation():
-    """In a fresh process (the peak is a high-water mark: this one's earlier tests may have set it higher)."""
+    """In a fresh process. The peak is a high-water mark, and a process started by fork + exec keeps its parent's
+    (Linux), so the allocation is made larger than whatever peak the process starts with."""
     import subprocess
     import sys
 
     code = ("import numpy as np; from harness.peak_memory import peak_rss_mib as p; a = p(); "
-            "b = np.ones(256 * 2**20 // 8); b.sum(); print(a, p())")
+            "b = np.ones(int((a + 256) * 2**20) // 8); b.sum(); print(a, p())")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split()
     before, after = map(float, out)
-    assert after >= before + 128  # 256 MiB allocated and written: the peak grows by at least half of it
+    assert after >= before + 128  # (peak + 256) MiB allocated and written: the peak grows by at least 128 MiB
