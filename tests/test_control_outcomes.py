@@ -13,7 +13,6 @@ from tests.pytester_kit import new_project
 from harness.control_runs import _control_outcome, failure_kind
 from harness.report.controls import control_lines, controls_html
 
-pytestmark = pytest.mark.unit
 pytest_plugins = ["pytester"]
 
 CATALOGUE = """
@@ -114,6 +113,7 @@ def test_supporting(spec):
 """
 
 
+@pytest.mark.integration
 def test_only_the_specs_own_check_kills_its_control(pytester: pytest.Pytester):
     new_project(pytester, CATALOGUE)
     pytester.makepyfile(mathlib=MATHLIB, conftest=CONFTEST, test_kil=TESTS)
@@ -156,6 +156,7 @@ specs:
 """
 
 
+@pytest.mark.integration
 def test_a_benchmark_test_failing_on_a_side_assert_is_not_killed_by_its_check(pytester: pytest.Pytester):
     """The fresh process under --under-control reads the spec's row: the test failed, but its check never
     recorded a failing verdict."""
@@ -188,6 +189,7 @@ def _report(when: str = "call") -> SimpleNamespace:
     return SimpleNamespace(when=when, failed=True)
 
 
+@pytest.mark.unit
 @pytest.mark.parametrize("failed, exc, verdicts, outcome", [
     ([], None, [], "survived"),
     ([_report()], "assertion", ["fail"], "killed"),  # the spec's check failed
@@ -203,11 +205,13 @@ def test_control_outcome_table(failed, exc, verdicts, outcome):
     assert _control_outcome(failed, False, exc, verdicts) == outcome
 
 
+@pytest.mark.unit
 def test_an_inconclusive_check_kills_only_under_strict_verdicts():
     assert _control_outcome([_report()], False, "assertion", ["inconclusive"], strict=True) == "killed"
     assert _control_outcome([], True, None, []) == "skipped"
 
 
+@pytest.mark.unit
 def test_failure_kind_tells_the_test_from_the_code_under_test(tmp_path):
     def raise_here():
         raise ValueError("in this module")
@@ -225,6 +229,7 @@ def test_failure_kind_tells_the_test_from_the_code_under_test(tmp_path):
     assert failure_kind(SimpleNamespace(path=tmp_path / "other.py"), here) == "error"
 
 
+@pytest.mark.unit
 def test_control_lines_and_html_escape_and_count():
     rows = [{"id": "A-1", "control": {"name": "c", "breaks": "b", "outcome": "killed", "detail": "", "killed_by": ["t"]}},
             {"id": "A-2", "control": {"name": "c", "breaks": "<b>", "outcome": "not killed by its check",

@@ -10,10 +10,10 @@ from scipy.spatial.distance import cosine
 from harness.retrieval.embed_throughput import (EncodeRate, EncoderShape, flops_per_passage, min_cosine,
                                                 passages_per_s_limit)
 
-pytestmark = pytest.mark.unit
 MINILM = EncoderShape(layers=6, hidden=384, intermediate=1536, max_tokens=256)
 
 
+@pytest.mark.unit
 def test_flops_per_passage_by_hand():
     # 6 × (8·100·384² + 4·100·384·1536 + 4·100²·384) = 6 × (117,964,800 + 235,929,600 + 15,360,000)
     assert flops_per_passage(MINILM, 100) == 2_215_526_400
@@ -21,11 +21,13 @@ def test_flops_per_passage_by_hand():
     assert flops_per_passage(MINILM, 300) == flops_per_passage(MINILM, 256) == 6_039_797_760
 
 
+@pytest.mark.unit
 def test_limit_by_hand():
     assert passages_per_s_limit(MINILM, [100, 300], 100.0) == pytest.approx(200e9 / 8_255_324_160, rel=1e-12)
     assert np.isnan(passages_per_s_limit(MINILM, [], 100.0))
 
 
+@pytest.mark.unit
 def test_min_cosine_against_scipy():
     rng = np.random.default_rng(0)
     a, b = rng.normal(size=(20, 8)), rng.normal(size=(20, 8))
@@ -35,6 +37,7 @@ def test_min_cosine_against_scipy():
         min_cosine(a, b[:3])
 
 
+@pytest.mark.unit
 def test_shape_from_a_sentence_transformers_folder(tmp_path):
     (tmp_path / "config.json").write_text(json.dumps({"num_hidden_layers": 6, "hidden_size": 384,
                                                       "intermediate_size": 1536, "max_position_embeddings": 512}))
@@ -43,11 +46,13 @@ def test_shape_from_a_sentence_transformers_folder(tmp_path):
     assert EncoderShape.from_folder(tmp_path) == MINILM
 
 
+@pytest.mark.unit
 def test_encode_rate_share_of_limit():
     r = EncodeRate("x", passages=100, seconds=4.0, limit_per_s=50.0)
     assert r.per_s == 25.0 and r.share_of_limit == 0.5 and r.as_context()["share_of_limit"] == 0.5
 
 
+@pytest.mark.integration
 def test_peak_rss_grows_with_an_allocation():
     """In a fresh process. The peak is a high-water mark, and a process started by fork + exec keeps its parent's
     (Linux), so the allocation is made larger than whatever peak the process starts with."""

@@ -19,7 +19,6 @@ from harness.judge.study import measure_agreement
 from harness.stats.verdict import Verdict, below_min_n, decide
 from tests.pytester_kit import new_project
 
-pytestmark = pytest.mark.unit
 pytest_plugins = ["pytester"]
 CATALOGUE = load_catalogue([PROTOCOL_CATALOGUE])
 CLAIM = re.compile(r"^Claim(?: to check)?: (.*)$", re.M)
@@ -53,6 +52,7 @@ def _judge(scripted_llm, name: str, verdict, **kw) -> LLMJudge:
 
 
 # ---------------------------------------------------------------- failed rulings count against the judge
+@pytest.mark.unit
 def test_recheck_flips_by_cause():
     # ruled: items 0, 1, 3, 4, 5. Item 1 changed, 3's re-ruling failed, 4's repeated the first request: 3 of 5
     rate, n, counts = recheck_flips([True, False, None, True, True, False], [True, True, True, None, True, False],
@@ -61,6 +61,7 @@ def test_recheck_flips_by_cause():
     assert math.isnan(recheck_flips([None], [True], [True])[0])
 
 
+@pytest.mark.unit
 def test_failed_rulings_count_as_disagreements_in_kappa_and_the_flag():
     """verdicts T, failed, F, T against labels T, T, F, F. Every item: p_o = 2/4, marginals judge T 2, F 1,
     failed 1 and labels T 2, F 2, p_e = (2·2 + 1·2)/16 = 0.375, κ = 0.125/0.625 = 0.2. The ruled items alone
@@ -79,6 +80,7 @@ def test_failed_rulings_count_as_disagreements_in_kappa_and_the_flag():
         JudgeReliability.measure("j", "s", [True], [True], second=[True])
 
 
+@pytest.mark.unit
 def test_a_judge_right_whenever_it_rules_but_failing_half_the_time_is_flagged(scripted_llm):
     """10 items, 5 supported. The judge gives the label on items 0-2 (supported) and 5-6 (not), fails on the
     rest: κ over the ruled 5 is 1, over all 10 p_o = 0.5, p_e = 0.3·0.5 + 0.2·0.5 = 0.25, κ = 1/3 < 0.4."""
@@ -93,6 +95,7 @@ def test_a_judge_right_whenever_it_rules_but_failing_half_the_time_is_flagged(sc
 
 
 # ---------------------------------------------------------------- JUDGE-KAPPA needs its 400 items
+@pytest.mark.unit
 def test_a_kappa_from_fewer_items_than_the_spec_asks_cannot_be_supported(scripted_llm):
     """A judge right on 28 of 30 items: κ = 0.867, its whole interval above 0.4 (supported as an interval), but
     JUDGE-KAPPA asks 400 items: inconclusive, 400 needed. A refutation stands at any n."""
@@ -117,6 +120,7 @@ def test_a_kappa_from_fewer_items_than_the_spec_asks_cannot_be_supported(scripte
         below_min_n(v, None, spec.min_n)
 
 
+@pytest.mark.integration
 def test_check_reads_inconclusive_below_min_n_and_the_catalogue_checks_it(pytester: pytest.Pytester):
     project = new_project(pytester, """
         specs:
@@ -153,6 +157,7 @@ def test_check_reads_inconclusive_below_min_n_and_the_catalogue_checks_it(pytest
 
 
 # ---------------------------------------------------------------- JUDGE-FLIP-RATE: a second ruling that can differ
+@pytest.mark.unit
 def test_perturbed_means_a_fresh_request_that_can_differ():
     first = Ruling(True, "support", "aaaa", 0.0, 0, True)
     assert perturbed(first, Ruling(True, "support_recheck", "bbbb", 0.0, 1, False))  # other wording
@@ -163,6 +168,7 @@ def test_perturbed_means_a_fresh_request_that_can_differ():
     assert perturbed(sampled, Ruling(True, "support", "aaaa", 0.7, 1, False))  # another draw
 
 
+@pytest.mark.unit
 def test_the_flip_rate_sees_a_judge_that_follows_the_wording_and_its_control_fails_the_check(scripted_llm, under):
     """A judge that says "supported" to every claim in the recheck wording flips on the 6 unsupported items of
     12: 0.5. A judge that follows the labels in both wordings flips on none: 0.0, a pass. Under the control the
@@ -185,6 +191,7 @@ def test_the_flip_rate_sees_a_judge_that_follows_the_wording_and_its_control_fai
         assert r.flip_rate == 1.0 and r.recheck["unperturbed"] == 12 and not spec.holds(r.flip_rate)
 
 
+@pytest.mark.unit
 def test_the_recheck_temperature_reaches_the_model_and_a_greedy_seed_only_recheck_confirms_nothing(scripted_llm):
     """A judge that flips whenever it is sampled (temperature > 0) on the items after the 4th of 10: 6 of 10
     with the recheck at 0.7 in the first wording. At temperature 0 in the first wording (the old second ruling:
@@ -202,6 +209,7 @@ def test_the_recheck_temperature_reaches_the_model_and_a_greedy_seed_only_rechec
     assert rel.flip_rate == 1.0 and rel.recheck["unperturbed"] == 10 and rel.recheck["changed"] == 0
 
 
+@pytest.mark.unit
 def test_the_blind_judge_control_reaches_the_agreement_study(scripted_llm, under):
     """judge-sees-no-context (JUDGE-KAPPA's and JUDGE-ALPHA's control) patches `LLMJudge.rule`, which the study
     calls: a judge that rules from the context then says "not supported" to everything."""

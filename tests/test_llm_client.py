@@ -17,7 +17,6 @@ from pydantic import BaseModel
 from harness.llm.cache import ResponseCache
 from harness.llm.client import LLMClient, LLMError, StructuredOutputError, extract_json
 
-pytestmark = pytest.mark.unit
 
 
 class FakeOpenAI:
@@ -76,6 +75,8 @@ def client(server, **kw) -> tuple[LLMClient, list[float]]:
     return c, sleeps
 
 
+@pytest.mark.integration
+@pytest.mark.block_network(allowed_hosts=[r"127\.0\.0\.1$"])  # its API is on loopback
 def test_429_then_success_is_retried(fake):
     """A 429 does not use up an attempt: it halves the client's concurrency and holds every call until
     Retry-After (here absent, so backoff_s), then the call goes again."""
@@ -88,6 +89,8 @@ def test_429_then_success_is_retried(fake):
     assert c.stats.rate_limited == 1 and c.limit.limit == 2 and c.limit.decreases == 1
 
 
+@pytest.mark.integration
+@pytest.mark.block_network(allowed_hosts=[r"127\.0\.0\.1$"])  # its API is on loopback
 def test_three_500s_fail_with_backoff_and_caller_continues(fake):
     server = fake([(500, "")])
     c, sleeps = client(server)
@@ -96,6 +99,8 @@ def test_three_500s_fail_with_backoff_and_caller_continues(fake):
     assert sleeps == [1.0, 2.0] and len(server.requests) == 3 and c.stats.failures == 1
 
 
+@pytest.mark.integration
+@pytest.mark.block_network(allowed_hosts=[r"127\.0\.0\.1$"])  # its API is on loopback
 def test_non_retryable_error_fails_at_once(fake):
     server = fake([(400, "")])
     c, sleeps = client(server)
@@ -109,6 +114,8 @@ class Answer(BaseModel):
     confidence: float
 
 
+@pytest.mark.integration
+@pytest.mark.block_network(allowed_hosts=[r"127\.0\.0\.1$"])  # its API is on loopback
 def test_structured_output_repairs_once(fake):
     server = fake([(200, "Sure! {\"answer\": \"30 days\", \"confidence\": \"high\"}"),
                    (200, "```json\n{\"answer\": \"30 days\", \"confidence\": 0.9}\n```")])
@@ -117,6 +124,8 @@ def test_structured_output_repairs_once(fake):
     assert "not valid JSON" in server.requests[1]["body"]["messages"][-1]["content"]
 
 
+@pytest.mark.integration
+@pytest.mark.block_network(allowed_hosts=[r"127\.0\.0\.1$"])  # its API is on loopback
 def test_garbled_json_after_repair_keeps_raw_text(fake):
     server = fake([(200, "{answer: 30 days"), (200, "still {{ not json")])
     c, _ = client(server)
@@ -125,6 +134,8 @@ def test_garbled_json_after_repair_keeps_raw_text(fake):
     assert ei.value.raw == "still {{ not json" and ei.value.first_raw == "{answer: 30 days"
 
 
+@pytest.mark.integration
+@pytest.mark.block_network(allowed_hosts=[r"127\.0\.0\.1$"])  # its API is on loopback
 def test_cache_serves_identical_calls(fake, tmp_path):
     server = fake([(200, "cached answer")])
     c, _ = client(server, cache=ResponseCache(tmp_path))
@@ -134,6 +145,7 @@ def test_cache_serves_identical_calls(fake, tmp_path):
     assert c.stats.calls == 2
 
 
+@pytest.mark.unit
 def test_extract_json():
     assert extract_json('x {"a": "}"} y') == '{"a": "}"}'
     assert extract_json("[1, [2]] tail") == "[1, [2]]"
@@ -141,6 +153,8 @@ def test_extract_json():
         extract_json("no json")
 
 
+@pytest.mark.integration
+@pytest.mark.block_network(allowed_hosts=[r"127\.0\.0\.1$"])  # its API is on loopback
 def test_cassettes_never_hold_secrets(fake, tmp_path):
     import vcr as vcrpy
 
@@ -157,6 +171,7 @@ def test_cassettes_never_hold_secrets(fake, tmp_path):
     assert "api_key=REDACTED" in text and "- REDACTED" in text, "query parameter and header both redacted"
 
 
+@pytest.mark.integration
 def test_no_network_at_import_or_run(fake, tmp_path):
     """Run in a fresh interpreter whose sockets refuse (and log) any non-loopback connection."""
     server = fake([(200, "local answer")])
@@ -192,6 +207,7 @@ def test_no_network_at_import_or_run(fake, tmp_path):
     assert not log.exists(), Path(log).read_text()
 
 
+@pytest.mark.unit
 def test_local_model_lookup_routes_and_split_packages(tmp_path, monkeypatch):
     """A packaged GGUF is found in its package, or joined by the package's own `assemble()` when it ships
     in parts; instruction models take the chat route, base models the text-completion route."""
@@ -220,6 +236,7 @@ def test_local_model_lookup_routes_and_split_packages(tmp_path, monkeypatch):
     assert local.litellm_route("gemma3-270m").startswith("text-completion-openai/")
 
 
+@pytest.mark.unit
 def test_with_cache_keeps_settings(tmp_path):
     c = LLMClient("openai/x", api_base="http://127.0.0.1:1/v1", api_key="k", timeout_s=5, max_attempts=2,
                   backoff_s=0.5, concurrency=3, label="local/x", extra={"top_p": 0.9})
@@ -230,6 +247,8 @@ def test_with_cache_keeps_settings(tmp_path):
     assert d.cache is not None and d.stats.calls == 0 and d.with_cache(None).cache is None
 
 
+@pytest.mark.integration
+@pytest.mark.block_network(allowed_hosts=[r"127\.0\.0\.1$"])  # its API is on loopback
 def test_declared_price_is_charged_and_an_unpriced_call_is_unknown_not_free(fake, tmp_path):
     from harness.config import ModelPrice
     from harness.types import Trace
@@ -248,6 +267,8 @@ def test_declared_price_is_charged_and_an_unpriced_call_is_unknown_not_free(fake
     assert unpriced.with_cache(None).price is None and priced.with_cache(None).price == priced.price
 
 
+@pytest.mark.integration
+@pytest.mark.block_network(allowed_hosts=[r"127\.0\.0\.1$"])  # its API is on loopback
 def test_trace_seconds_count_calls_made_outside_any_stage(fake):
     import time
 
@@ -261,6 +282,7 @@ def test_trace_seconds_count_calls_made_outside_any_stage(fake):
     assert 0 < trace.seconds() <= wall and trace.seconds("llm") == trace.seconds()
 
 
+@pytest.mark.unit
 def test_a_request_missing_from_the_cassette_says_how_to_re_record(tmp_path):
     """Replaying, a request the cassette does not hold raises ReplayMiss (not an LLMError a technique would
     absorb as a model failure) naming the re-record command."""

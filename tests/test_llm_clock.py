@@ -16,10 +16,10 @@ from harness.llm.clock import ScaledClock, VirtualClock, VirtualClockOverrun
 from harness.llm.limits import AdaptiveLimit, RateWindow
 from harness.llm.simulated import SimulatedAPI, SimulatedLog
 
-pytestmark = pytest.mark.unit
 ROOT = Path(__file__).resolve().parents[1]
 
 
+@pytest.mark.unit
 def test_a_scaled_clock_reads_the_same_simulated_time_in_another_process():
     clock = ScaledClock(1000)
     read = "from harness.llm.clock import ScaledClock; print(repr(ScaledClock(1000).monotonic()))"
@@ -34,6 +34,7 @@ def test_a_scaled_clock_reads_the_same_simulated_time_in_another_process():
     assert clock.monotonic() - t0 >= 50.0
 
 
+@pytest.mark.unit
 def test_a_rate_window_on_a_scaled_clock_admits_exactly_the_limit_per_simulated_window():
     clock = ScaledClock(60)  # a 60 s window lasts 1 s: five takes in a row (microseconds) fit in one
     win = RateWindow(5, window_s=60.0, clock=clock)
@@ -46,6 +47,7 @@ def test_a_rate_window_on_a_scaled_clock_admits_exactly_the_limit_per_simulated_
     assert times[5] - times[0] >= 60.0 and times[10] - times[5] >= 60.0  # the 6th and 11th wait a whole window
 
 
+@pytest.mark.unit
 def test_a_rate_window_waits_on_its_own_clock():
     clock = VirtualClock()
     win = RateWindow(2, window_s=60.0, clock=clock)
@@ -54,6 +56,7 @@ def test_a_rate_window_waits_on_its_own_clock():
     assert clock.slept == [60.0, 60.0] and clock.t == 120.0  # the 3rd and 5th requests each wait one window
 
 
+@pytest.mark.unit
 def test_retry_after_pauses_every_call_for_that_long_on_the_clock():
     virtual = VirtualClock()
     lim = AdaptiveLimit(4, clock=virtual)
@@ -68,6 +71,7 @@ def test_retry_after_pauses_every_call_for_that_long_on_the_clock():
     assert scaled.monotonic() - t0 >= 30.0
 
 
+@pytest.mark.unit
 def test_a_virtual_clock_fails_a_loop_that_never_sees_it_advance():
     clock = VirtualClock(horizon=100.0)
     with pytest.raises(VirtualClockOverrun):
@@ -81,6 +85,8 @@ def _client(api: SimulatedAPI, clock, **kw):
     return LLMClient("openai/sim", api_base=api.api_base, api_key="sk-sim", concurrency=1, clock=clock, **kw)
 
 
+@pytest.mark.integration
+@pytest.mark.block_network(allowed_hosts=[r"127\.0\.0\.1$"])  # its API is on loopback
 def test_the_client_waits_backoff_and_rate_windows_on_its_clock():
     from harness.llm.client import LLMError
 
@@ -96,6 +102,8 @@ def test_the_client_waits_backoff_and_rate_windows_on_its_clock():
     assert clock.slept == [60.0, 60.0]  # the 3rd and 5th calls each wait for the client's 60 s window
 
 
+@pytest.mark.integration
+@pytest.mark.block_network(allowed_hosts=[r"127\.0\.0\.1$"])  # its API is on loopback
 def test_retry_after_from_a_server_on_the_same_scaled_clock_is_waited_in_simulated_seconds():
     from harness.llm.client import LLMError
 

@@ -10,9 +10,9 @@ import pytest
 from harness.llm.clock import VirtualClock
 from harness.llm.limits import AdaptiveLimit, RateWindow
 
-pytestmark = pytest.mark.unit
 
 
+@pytest.mark.unit
 def test_a_burst_of_429s_halves_once_and_success_recovers_slowly():
     clock = VirtualClock()
     lim = AdaptiveLimit(8, burst_s=1.0, clock=clock)
@@ -33,6 +33,7 @@ def test_a_burst_of_429s_halves_once_and_success_recovers_slowly():
     assert lim.limit == 8  # never above the maximum
 
 
+@pytest.mark.unit
 def test_at_most_limit_calls_in_flight():
     lim = AdaptiveLimit(3)
     peak, now, lock = [0], [0], threading.Lock()
@@ -54,6 +55,7 @@ def test_at_most_limit_calls_in_flight():
     assert peak[0] == 3
 
 
+@pytest.mark.unit
 def test_rate_window_waits_for_the_oldest_to_leave_the_window():
     clock = VirtualClock()
     win = RateWindow(3, window_s=60.0, clock=clock)
@@ -71,6 +73,8 @@ def test_rate_window_waits_for_the_oldest_to_leave_the_window():
     assert slot[0] == 130.0
 
 
+@pytest.mark.integration
+@pytest.mark.block_network(allowed_hosts=[r"127\.0\.0\.1$"])  # its API is on loopback
 def test_client_honours_retry_after_and_loses_nothing_against_the_simulated_api():
     from harness.llm.client import LLMClient
     from harness.llm.simulated import SimulatedAPI
@@ -86,6 +90,7 @@ def test_client_honours_retry_after_and_loses_nothing_against_the_simulated_api(
     assert llm.limit.decreases >= 1 and api.log.statuses[500] == llm.stats.retries
 
 
+@pytest.mark.unit
 def test_simulated_api_counts_the_peak_rate():
     from harness.llm.simulated import SimulatedLog
 

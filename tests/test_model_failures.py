@@ -12,7 +12,6 @@ import pytest
 from harness.llm.client import FatalModelError, LLMClient, LLMError
 from harness.llm.simulated import SimulatedAPI
 
-pytestmark = pytest.mark.unit
 KB = Path(__file__).resolve().parents[1] / "fixtures" / "retail_kb"
 
 
@@ -28,6 +27,7 @@ def _client(model: str, **kw) -> tuple[LLMClient, list[float]]:
     return LLMClient(model, sleep=sleeps.append, **kw), sleeps
 
 
+@pytest.mark.unit
 def test_unknown_provider_is_fatal_at_once_with_litellms_error():
     c, sleeps = _client("bogus/not-a-model")
     with pytest.raises(FatalModelError, match="LLM Provider NOT provided") as ei:
@@ -36,6 +36,7 @@ def test_unknown_provider_is_fatal_at_once_with_litellms_error():
     assert not isinstance(ei.value, LLMError), "no technique may absorb it as one query's failure"
 
 
+@pytest.mark.unit
 def test_missing_key_is_fatal_at_once(monkeypatch: pytest.MonkeyPatch):
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
     c, sleeps = _client("openai/gpt-4o-mini", api_base=f"http://127.0.0.1:{closed_port()}/v1")
@@ -44,6 +45,7 @@ def test_missing_key_is_fatal_at_once(monkeypatch: pytest.MonkeyPatch):
     assert ei.value.kind == "missing key" and sleeps == []
 
 
+@pytest.mark.unit
 def test_unreachable_server_is_fatal_at_once_and_names_the_cause():
     c, sleeps = _client("openai/x", api_base=f"http://127.0.0.1:{closed_port()}/v1", api_key="sk-test")
     with pytest.raises(FatalModelError, match="Connection refused") as ei:
@@ -51,6 +53,8 @@ def test_unreachable_server_is_fatal_at_once_and_names_the_cause():
     assert ei.value.kind == "unreachable" and sleeps == [] and c.stats.calls == 1
 
 
+@pytest.mark.integration
+@pytest.mark.block_network(allowed_hosts=[r"127\.0\.0\.1$"])  # its API is on loopback
 def test_rejected_key_is_fatal_and_the_client_starts_no_further_call():
     with SimulatedAPI(lambda m, p: "ok", latency_s=0.0, api_key="sk-right") as api:
         c, sleeps = _client("openai/sim", api_base=api.api_base, api_key="sk-wrong")
@@ -67,6 +71,8 @@ def test_rejected_key_is_fatal_and_the_client_starts_no_further_call():
         assert good.complete("hi").text == "ok"
 
 
+@pytest.mark.integration
+@pytest.mark.block_network(allowed_hosts=[r"127\.0\.0\.1$"])  # its API is on loopback
 def test_a_server_that_answered_and_went_away_is_retried_then_fatal():
     with SimulatedAPI(lambda m, p: "ok", latency_s=0.0) as api:
         c, sleeps = _client("openai/sim", api_base=api.api_base, api_key="sk-test")
@@ -77,6 +83,8 @@ def test_a_server_that_answered_and_went_away_is_retried_then_fatal():
     assert sleeps == [1.0, 2.0], "a blip on a server that answered before gets the usual retries"
 
 
+@pytest.mark.integration
+@pytest.mark.block_network(allowed_hosts=[r"127\.0\.0\.1$"])  # its API is on loopback
 def test_one_querys_server_error_stays_an_error_the_technique_counts():
     with SimulatedAPI(lambda m, p: "ok", latency_s=0.0, error_rate=1.0) as api:
         c, sleeps = _client("openai/sim", api_base=api.api_base, api_key="sk-test")
@@ -85,6 +93,7 @@ def test_one_querys_server_error_stays_an_error_the_technique_counts():
     assert sleeps == [1.0, 2.0]
 
 
+@pytest.mark.unit
 def test_techniques_that_fall_back_let_a_fatal_error_through(hashing_embedder):
     from harness.techniques.generation import try_complete
     from harness.techniques.hyde import HyDE
@@ -97,6 +106,7 @@ def test_techniques_that_fall_back_let_a_fatal_error_through(hashing_embedder):
         HyDE(c, hashing_embedder).expand("what is lift?")
 
 
+@pytest.mark.unit
 def test_the_runner_halts_on_the_first_fatal_error_with_its_message(tmp_path: Path):
     from harness.retrieval.embed import HashingEmbedder
     from harness.retrieval.rerank import SentenceMaxSimReranker
@@ -113,6 +123,7 @@ def test_the_runner_halts_on_the_first_fatal_error_with_its_message(tmp_path: Pa
     assert (tmp_path / "logs" / "e2_to_e4.log").read_text().count("CRITICAL") == 1
 
 
+@pytest.mark.unit
 def test_run_experiments_with_an_unknown_model_stops_before_indexing(tmp_path: Path, capsys):
     from harness.cli import main
 
@@ -124,6 +135,7 @@ def test_run_experiments_with_an_unknown_model_stops_before_indexing(tmp_path: P
 
 
 # ---------------------------------------------------------------- the `error` verdict
+@pytest.mark.unit
 def test_arms_that_failed_past_the_limit_read_error_not_inconclusive():
     from harness.stats import paired_effect
     from harness.stats.verdict import MAX_FALLBACK_RATE, Decision, decide
@@ -139,6 +151,7 @@ def test_arms_that_failed_past_the_limit_read_error_not_inconclusive():
     assert decide(strong, ">=", 0.05, CI, error_rate=0.5).verdict == "error"
 
 
+@pytest.mark.unit
 def test_an_error_on_any_dataset_is_the_claims_verdict_unless_another_refutes():
     from harness.catalogue import Spec
     from harness.report.summary import _overall

@@ -83,7 +83,7 @@ def _assert_all_killed(proc: subprocess.CompletedProcess, results: dict, tier: s
     assert all(rows[p]["verdict"] == "property" for p in props), "a property is never counted as a pass"
 
 
-@pytest.mark.unit
+@pytest.mark.integration
 def test_unit_spec_checks_fail_under_their_controls(tmp_path: Path):
     _assert_all_killed(*_run_under_controls(tmp_path, "unit"), tier="unit")
 

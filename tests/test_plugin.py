@@ -8,7 +8,7 @@ import pytest
 
 from tests.pytester_kit import new_project
 
-pytestmark = pytest.mark.unit
+pytestmark = pytest.mark.integration
 pytest_plugins = ["pytester"]
 
 CATALOGUE = """

@@ -16,7 +16,7 @@ from tests.pytester_kit import new_project
 
 from harness.llm.simulated import SimulatedAPI
 
-pytestmark = pytest.mark.unit
+pytestmark = pytest.mark.integration
 pytest_plugins = ["pytester"]
 
 CATALOGUE = """

@@ -12,9 +12,9 @@ from harness.llm.clock import ScaledClock, VirtualClock
 from harness.llm.limits import RATE_WINDOW_FILE, RateWindow
 from harness.llm.simulated import SimulatedAPI, SimulatedLog
 
-pytestmark = pytest.mark.unit
 
 
+@pytest.mark.unit
 def test_a_resumed_window_counts_the_killed_runs_requests(tmp_path: Path):
     path = tmp_path / "window.json"
     clock = VirtualClock(0.0)
@@ -34,6 +34,7 @@ def test_a_resumed_window_counts_the_killed_runs_requests(tmp_path: Path):
     assert resumed_clock.slept == [55.0, 5.0] and resumed_clock.t == 70.0
 
 
+@pytest.mark.unit
 def test_the_carried_file_is_rewritten_before_a_request_leaves(tmp_path: Path):
     path = tmp_path / "window.json"
     clock = VirtualClock(100.0)
@@ -46,6 +47,7 @@ def test_the_carried_file_is_rewritten_before_a_request_leaves(tmp_path: Path):
     assert json.loads(path.read_text())["slots"] == [[102.0, 1.0, False]]  # returned at 102
 
 
+@pytest.mark.unit
 def test_a_window_file_it_did_not_write_is_an_error_naming_it(tmp_path: Path):
     path = tmp_path / "window.json"
     path.write_text('{"slots": [[1.0]]}')
@@ -53,6 +55,8 @@ def test_a_window_file_it_did_not_write_is_an_error_naming_it(tmp_path: Path):
         RateWindow(3, clock=VirtualClock()).carry(path)
 
 
+@pytest.mark.integration
+@pytest.mark.block_network(allowed_hosts=[r"127\.0\.0\.1$"])  # its API is on loopback
 def test_a_client_resumed_from_the_same_folder_keeps_the_api_window(tmp_path: Path):
     from harness.llm.client import LLMClient
 
@@ -73,6 +77,8 @@ def test_a_client_resumed_from_the_same_folder_keeps_the_api_window(tmp_path: Pa
     assert SimulatedLog().peak_rate(60.0, log.arrivals) == 3 and log.arrivals[3] - log.arrivals[0] >= 60.0
 
 
+@pytest.mark.integration
+@pytest.mark.block_network(allowed_hosts=[r"127\.0\.0\.1$"])  # its API is on loopback
 def test_a_throttling_api_answers_429_outside_its_window():
     from harness.llm.client import LLMClient, LLMError
 

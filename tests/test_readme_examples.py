@@ -12,7 +12,6 @@ import pytest
 
 from tests.pytester_kit import repo_project
 
-pytestmark = pytest.mark.unit
 pytest_plugins = ["pytester"]
 README = (Path(__file__).resolve().parents[1] / "README.md").read_text(encoding="utf-8")
 
@@ -32,6 +31,7 @@ def _adding_a_spec(project: Path) -> str:
     return cmd.strip()
 
 
+@pytest.mark.integration
 def test_adding_a_spec_example_runs_as_written(tmp_path: Path):
     """No ini, no option: the project's specs/ is found and added to the protocol's catalogue; the report holds
     the project's one spec, supported."""
@@ -41,6 +41,7 @@ def test_adding_a_spec_example_runs_as_written(tmp_path: Path):
     assert [(r["id"], r["verdict"]) for r in rows] == [("MYTEAM-001", "supported")]
 
 
+@pytest.mark.integration
 def test_negative_control_example_registers_the_control_the_spec_names(tmp_path: Path):
     """"Every pass earned"'s conftest.py beside the "Adding a spec" project registers the control MYTEAM-001
     names (`mylib` is the user's own library, which the block imports: a stand-in with a `rerank`); without it
@@ -56,6 +57,7 @@ def test_negative_control_example_registers_the_control_the_spec_names(tmp_path:
     assert [(r["id"], r["verdict"]) for r in rows] == [("MYTEAM-001", "supported")]
 
 
+@pytest.mark.integration
 def test_a_project_id_the_protocol_has_is_an_error_naming_both_files(tmp_path: Path):
     """The README's promise beside "Adding a spec": a project spec reusing a protocol id stops the run."""
     cmd = _adding_a_spec(tmp_path)
@@ -117,6 +119,7 @@ def _all_blocks() -> list[tuple[str, str, int]]:
     return out
 
 
+@pytest.mark.unit
 def test_own_qa_set_config_loads_as_written(tmp_path: Path):
     """The README's per-family dataset settings validate, and each family resolves to the folder it names."""
     from harness.config import load_config
@@ -128,6 +131,7 @@ def test_own_qa_set_config_loads_as_written(tmp_path: Path):
     assert h.datasets.retrieval == ["my-support-qa"] and h.datasets.negatives == ["freshqa", "simpleqa"]
 
 
+@pytest.mark.unit
 def test_every_readme_block_is_run_or_says_why_not():
     found = _all_blocks()
     assert set(found) == set(BLOCKS), f"README blocks without a test: {sorted(set(found) - set(BLOCKS))}; " \
@@ -156,6 +160,7 @@ def _run(cmd: str, cwd: Path, *, check: bool = True) -> Any:
     return proc.stdout
 
 
+@pytest.mark.integration
 def test_techniques_command_runs():
     (cmd,) = _blocks("Techniques", "bash")[:1]
     out = _run(cmd.strip(), ROOT)
@@ -163,6 +168,7 @@ def test_techniques_command_runs():
         assert f"\n{name}: " in "\n" + out
 
 
+@pytest.mark.integration
 def test_techniques_python_example_prints_what_it_says(pytester: pytest.Pytester):
     code = _blocks("Techniques", "python")[0]
     repo_project(pytester)
@@ -177,6 +183,7 @@ def test_techniques_python_example_prints_what_it_says(pytester: pytest.Pytester
     assert proc.stdout.strip() == expected
 
 
+@pytest.mark.integration
 def test_verdicts_snippet_runs(pytester: pytest.Pytester):
     snippet = _blocks("Verdicts", "python")[0]
     repo_project(pytester)
@@ -198,6 +205,7 @@ def test_verdicts_snippet_runs(pytester: pytest.Pytester):
     assert set(verdicts.values()) <= {"supported", "refuted", "inconclusive"}, verdicts
 
 
+@pytest.mark.integration
 def test_trec_eval_command_runs():
     out = _run(_blocks("TREC runs out and in", "bash")[0].strip(), ROOT)
     assert "judged queries" in out and re.search(r"nDCG@10\s+\d\.\d{4}\s+baseline \d\.\d{4}", out)

@@ -12,7 +12,6 @@ from harness.techniques.ret_eval import (ArmRun, added_cost_ratio, added_latency
                                          paired_taus, run_fell_back, selection_tau, top_coverage_hypothesis)
 from tests.pytester_kit import new_project
 
-pytestmark = pytest.mark.unit
 pytest_plugins = ["pytester"]
 
 
@@ -22,6 +21,7 @@ def _arms(rows):
     return off, on
 
 
+@pytest.mark.unit
 def test_recall_lift_counts_only_questions_the_baseline_gets_wrong():
     off, on = _arms([
         ((False, [1, 0, 0]), (False, [1, 1, 0])),  # baseline wrong: 1 -> 2
@@ -33,11 +33,13 @@ def test_recall_lift_counts_only_questions_the_baseline_gets_wrong():
     assert fig.detail["relevant_docs_off"] == 2 and fig.detail["relevant_docs_on"] == 5
 
 
+@pytest.mark.unit
 def test_recall_lift_is_undefined_when_the_baseline_finds_nothing():
     off, on = _arms([((False, [0, 0]), (False, [1, 0]))])
     assert math.isnan(fingerprint_recall_lift(off, on).value)
 
 
+@pytest.mark.unit
 def test_tau_is_paired_per_question_and_a_lost_gold_passage_is_the_worst_tau():
     off, on = _arms([
         ((True, [1, 0, 0]), (True, [0, 0, 1])),  # both defined
@@ -59,6 +61,7 @@ def test_tau_is_paired_per_question_and_a_lost_gold_passage_is_the_worst_tau():
     assert math.isnan(selection_tau([1, 1, 1])) and math.isnan(selection_tau([]))
 
 
+@pytest.mark.unit
 def test_gate_tau_is_below_the_gold_at_the_last_rank_and_symmetric():
     last = selection_tau([0] * 9 + [1])  # -9/sqrt(45 * 9): the worst a selection that kept the gold can do
     assert last == pytest.approx(-9 / math.sqrt(45 * 9)) and gate_tau([0] * 10, [0] * 9 + [1]) == -1.0 < last
@@ -67,12 +70,14 @@ def test_gate_tau_is_below_the_gold_at_the_last_rank_and_symmetric():
     assert math.isnan(gate_tau([0, 0], [0])) and math.isnan(gate_tau([1, 1], [1]))
 
 
+@pytest.mark.unit
 def test_tau_with_no_question_scored_in_both_arms_is_empty_not_zero():
     off, on = _arms([((True, [0, 0]), (True, [0, 0]))])
     t_on, t_off, counts = paired_taus(off, on)
     assert len(t_on) == len(t_off) == 0 and counts["dropped"] == 1
 
 
+@pytest.mark.unit
 def test_hypothesis_maps_to_its_best_option_not_by_substring():
     options = ["5 days", "50 days", "30 days", "14 days"]
     assert hypothesis_option("5", options) == 0  # substring matching would also accept "50 days"
@@ -81,6 +86,7 @@ def test_hypothesis_maps_to_its_best_option_not_by_substring():
     assert hypothesis_option("a refund", options) is None
 
 
+@pytest.mark.unit
 def test_added_cost_is_whole_run_usd_over_baseline_and_unknown_when_unpriced():
     off = [ArmRun("a", True, cost_usd=0.010, tokens=100), ArmRun("b", True, cost_usd=0.030, tokens=300)]
     on = [ArmRun("a", True, cost_usd=0.014, tokens=150), ArmRun("b", True, cost_usd=0.031, tokens=310)]
@@ -91,12 +97,14 @@ def test_added_cost_is_whole_run_usd_over_baseline_and_unknown_when_unpriced():
     assert math.isnan(added_cost_ratio(off, on).value) and added_cost_ratio(off, on).detail["unpriced_runs"] == 1
 
 
+@pytest.mark.unit
 def test_added_latency_is_the_median_of_paired_differences():
     off = [ArmRun(q, True, seconds=s) for q, s in zip("abc", [1.0, 2.0, 10.0])]
     on = [ArmRun(q, True, seconds=s) for q, s in zip("cab", [10.5, 4.0, 2.2])]
     assert added_latency(off, on).value == pytest.approx(float(np.median([3.0, 0.2, 0.5])))
 
 
+@pytest.mark.unit
 def test_gates_refuse_unmatched_arms():
     with pytest.raises(ValueError, match="matched pairs"):
         added_latency([ArmRun("a", True)], [ArmRun("b", True)])
@@ -107,6 +115,7 @@ class _NoDocs:
         return []
 
 
+@pytest.mark.unit
 def test_budget_guard_prices_the_stage_and_never_reads_an_unpriced_model_as_free(scripted_llm):
     from harness.config import ModelPrice
     from harness.techniques.ret import RET, RETConfig
@@ -129,6 +138,7 @@ def _res(skip_reason=None, hyps=(), fps=None, docs=()):
     return RetResult("q?", [Hypothesis(hypothesis=h) for h in hyps], fps or {}, {}, list(docs), None, skip_reason)
 
 
+@pytest.mark.unit
 def test_a_run_fell_back_when_ret_skipped_in_its_arm_or_an_llm_error_was_absorbed():
     from harness.types import Trace
 
@@ -139,6 +149,7 @@ def test_a_run_fell_back_when_ret_skipped_in_its_arm_or_an_llm_error_was_absorbe
     assert run_fell_back(_res("disabled"), failed, ret_on=False) and not run_fell_back(_res(), Trace(), ret_on=True)
 
 
+@pytest.mark.unit
 def test_every_figure_carries_the_fallback_rate_of_its_own_questions():
     off = [ArmRun(f"q{i}", i < 2, [1, 0], seconds=1.0, cost_usd=0.01) for i in range(4)]
     on = [ArmRun(f"q{i}", True, [1, 1], seconds=2.0, cost_usd=0.011, fell_back=i in (0, 3)) for i in range(4)]
@@ -149,6 +160,7 @@ def test_every_figure_carries_the_fallback_rate_of_its_own_questions():
     assert fingerprint_recall_lift(off, on).detail["fallback_rate"] == 2 / 2  # q2, q3: the baseline answers wrongly
 
 
+@pytest.mark.unit
 def test_a_point_estimate_on_a_fallback_run_cannot_pass():
     from harness.stats.verdict import MAX_FALLBACK_RATE, decide_estimate
 
@@ -158,6 +170,7 @@ def test_a_point_estimate_on_a_fallback_run_cannot_pass():
     assert decide_estimate(False, fallback_rate=0.75).verdict == "fail"  # a fail stands
 
 
+@pytest.mark.unit
 def test_a_tie_for_the_top_coverage_credits_no_hypothesis():
     from harness.types import Hit
 
@@ -172,6 +185,7 @@ def test_a_tie_for_the_top_coverage_credits_no_hypothesis():
     assert top_coverage_hypothesis(_res("budget", hyps=["14 days"], docs=docs)) is None
 
 
+@pytest.mark.unit
 def test_the_budget_guard_reads_the_questions_own_run(scripted_llm):
     """Per question: the cost its trace recorded before RET, not another question's or another technique's."""
     from harness.techniques.ret import RET, RETConfig
@@ -186,6 +200,7 @@ def test_the_budget_guard_reads_the_questions_own_run(scripted_llm):
     assert ret.select("q?", _NoDocs(), spent_usd=0.031).skip_reason == "budget"
 
 
+@pytest.mark.integration
 def test_the_check_withholds_a_pass_measured_on_a_fallback_run(pytester: pytest.Pytester):
     """The `check` fixture: an estimate spec that holds, with `fallback_rate` 0.75 in its context, reads inconclusive
     with the reason (the test passes; under --strict-verdicts it fails); at 0.05 it passes."""

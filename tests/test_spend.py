@@ -16,7 +16,6 @@ from harness.parallel import ordered_map
 from harness.progress import ProgressReporter, format_seconds, progress, progress_line, reporting, write_to
 from harness.types import Trace
 
-pytestmark = pytest.mark.unit
 PRICE = ModelPrice(input_per_mtok=1_000_000, output_per_mtok=2_000_000)  # $1 a prompt token, $2 a completion one
 
 
@@ -26,6 +25,7 @@ def _client(spend: Spend | None, responder=lambda m, p: "two words", **kw) -> LL
 
 
 # ---------------------------------------------------------------- the ledger
+@pytest.mark.unit
 def test_reserve_refuses_past_the_cap_and_counts_in_flight():
     s = Spend(10.0)
     a = s.reserve(4.0)
@@ -41,6 +41,7 @@ def test_reserve_refuses_past_the_cap_and_counts_in_flight():
         Spend(-1)
 
 
+@pytest.mark.unit
 def test_ledger_rows_by_technique_role_and_model():
     s = Spend()
     with spending_for("hyde"):
@@ -60,6 +61,7 @@ def test_ledger_rows_by_technique_role_and_model():
     assert d["total"]["calls"] == 3
 
 
+@pytest.mark.unit
 def test_client_records_each_call_and_stops_at_the_cap():
     spend = Spend(40.0)
     # the prompt is 2 tokens (scripted counts words; the estimate counts 8 chars / 4), the answer 2: $2 + $4 = $6
@@ -75,10 +77,12 @@ def test_client_records_each_call_and_stops_at_the_cap():
     assert llm.stats.calls == 6  # the refused call never left
 
 
+@pytest.mark.unit
 def test_budget_is_not_an_llm_error():
     assert not issubclass(BudgetExhausted, LLMError)  # no technique may absorb it as a model failure
 
 
+@pytest.mark.unit
 def test_cap_holds_with_calls_in_flight():
     """Concurrent calls reserve before they start: the cap is never passed by calls already in flight."""
     def slow(messages, params):
@@ -92,12 +96,14 @@ def test_cap_holds_with_calls_in_flight():
     assert llm.stats.calls == 10 and spend.spent_usd == 60.0 and spend.in_flight_usd == 0.0
 
 
+@pytest.mark.unit
 def test_cap_needs_a_price():
     with pytest.raises(ValueError, match="no price is known"):
         LLMClient(register("unpriced", lambda m, p: "x"), spend=Spend(1.0))
 
 
 # ---------------------------------------------------------------- concurrency with context
+@pytest.mark.unit
 def test_ordered_map_keeps_order_and_context():
     with spending_for("outer"):
         out = ordered_map(lambda x: (x, current_technique(), threading.get_ident()), range(20), 4)
@@ -106,6 +112,7 @@ def test_ordered_map_keeps_order_and_context():
     assert len({o[2] for o in out}) > 1  # really on several threads
 
 
+@pytest.mark.unit
 def test_calls_on_worker_threads_are_charged_to_the_callers_stage():
     llm = _client(None, concurrency=4)
     trace = Trace()
@@ -116,6 +123,7 @@ def test_calls_on_worker_threads_are_charged_to_the_callers_stage():
 
 
 # ---------------------------------------------------------------- progress
+@pytest.mark.unit
 def test_progress_line_by_hand():
     assert format_seconds(42) == "42s" and format_seconds(185) == "3m05s" and format_seconds(3720) == "1h02m"
     assert progress_line("hyde", 12, 40, 9.0, 3210, 0.0042) == \
@@ -123,6 +131,7 @@ def test_progress_line_by_hand():
     assert progress_line("idx", 5, 5, 1.0) == "idx: 5/5 (100%), 1s elapsed"
 
 
+@pytest.mark.unit
 def test_non_tty_progress_writes_a_line_every_tenth():
     lines: list[tuple[str, bool]] = []
     spend = Spend()
@@ -137,6 +146,7 @@ def test_non_tty_progress_writes_a_line_every_tenth():
     assert [t.split(" ")[1] for t, _ in lines[:3]] == ["10/100", "20/100", "30/100"]
 
 
+@pytest.mark.unit
 def test_tty_progress_updates_in_place_and_ends_the_line():
     buf = io.StringIO()
     buf.isatty = lambda: True  # type: ignore[method-assign]
@@ -148,6 +158,7 @@ def test_tty_progress_updates_in_place_and_ends_the_line():
     assert out.count("\r") == 3 and out.endswith("\x1b[K\n") and out.count("\n") == 1
 
 
+@pytest.mark.unit
 def test_short_stages_write_nothing():
     lines: list[str] = []
     with reporting(ProgressReporter(lambda t, f: lines.append(t), tty=False, min_stage_s=60)):
@@ -157,6 +168,7 @@ def test_short_stages_write_nothing():
     assert lines == []
 
 
+@pytest.mark.unit
 def test_no_reporter_no_output():
     with reporting(None):  # (pytest's own reporter is installed around this test)
         bar = progress("quiet", 10)
@@ -166,6 +178,7 @@ def test_no_reporter_no_output():
 
 
 # ---------------------------------------------------------------- the runner under a cap
+@pytest.mark.integration
 def test_runner_stops_at_the_cap_and_resumes_without_loss(tmp_path):
     import json
     from pathlib import Path
@@ -196,6 +209,7 @@ def test_runner_stops_at_the_cap_and_resumes_without_loss(tmp_path):
 
 
 # ---------------------------------------------------------------- the estimate's stand-in
+@pytest.mark.unit
 def test_estimating_client_counts_with_the_models_tokenizer_and_calls_nothing():
     import tiktoken  # litellm's dependency; its cl100k/o200k files ship inside litellm
 
@@ -220,6 +234,7 @@ def test_estimating_client_counts_with_the_models_tokenizer_and_calls_nothing():
                     {}).startswith('{"reasoning_steps"')
 
 
+@pytest.mark.integration
 def test_cli_progress_on_stderr_and_results_unchanged(tmp_path):
     import subprocess
     import sys
@@ -236,6 +251,7 @@ def test_cli_progress_on_stderr_and_results_unchanged(tmp_path):
     assert "Processing" in (tmp_path / "logs" / "e2_to_e4.log").read_text()
 
 
+@pytest.mark.unit
 def test_prices_come_from_litellms_bundled_map():
     from harness.llm.client import litellm_price
 
@@ -244,6 +260,8 @@ def test_prices_come_from_litellms_bundled_map():
     assert litellm_price("local/no-such-model") is None
 
 
+@pytest.mark.integration
+@pytest.mark.block_network(allowed_hosts=[r"127\.0\.0\.1$"])  # its API is on loopback
 def test_failed_requests_are_counted_apart_from_billed_calls(monkeypatch):
     from harness.llm.simulated import SimulatedAPI
     from harness.report.spend import spend_lines, spend_summary

@@ -19,7 +19,6 @@ from harness.report.timing import (
     SpanRecorder, claims, phases, queries_of, seconds_text, timing_html, timing_lines, timing_section,
 )
 
-pytestmark = pytest.mark.unit
 pytest_plugins = ["pytester"]
 
 
@@ -37,6 +36,7 @@ class _Fake:
 
 
 # ---------------------------------------------------------------- spans
+@pytest.mark.unit
 def test_nested_spans_are_exclusive():
     f = _Fake()
     rec = SpanRecorder(lambda: f.c, clock=lambda: f.t)
@@ -56,6 +56,7 @@ def test_nested_spans_are_exclusive():
     assert rec.drain() == []
 
 
+@pytest.mark.unit
 def test_a_span_that_raises_is_still_recorded():
     f = _Fake()
     rec = SpanRecorder(lambda: f.c, clock=lambda: f.t)
@@ -66,6 +67,7 @@ def test_a_span_that_raises_is_still_recorded():
     assert ev["wall_s"] == 3.0 and ev["llm_calls"] == 2
 
 
+@pytest.mark.unit
 def test_calls_on_worker_threads_and_cache_hits_count_in_the_callers_span(tmp_path):
     llm = LLMClient(register("timing-echo", lambda m, p: "three word answer"), concurrency=4,
                     cache=ResponseCache(tmp_path))
@@ -117,6 +119,7 @@ CHECKS = [
 NONE = {"wall_s": 0, "llm_calls": 0, "prompt_tokens": 0, "completion_tokens": 0, "cache_hits": 0, "fixtures": []}
 
 
+@pytest.mark.unit
 def test_phases_sum_per_name_slowest_first():
     rows = phases(EVENTS)
     by = {r["name"]: r for r in rows}
@@ -131,6 +134,7 @@ def test_phases_sum_per_name_slowest_first():
     assert len(rows) == 12
 
 
+@pytest.mark.unit
 def test_queries_come_only_from_what_the_check_says():
     assert queries_of({"n": 30, "available": 225}) == {"queries_used": 30, "queries_available": 225}
     assert queries_of({"n": 12}) == {}  # n alone may count anything (simulations, rounds): not queries
@@ -140,6 +144,7 @@ def test_queries_come_only_from_what_the_check_says():
     assert queries_of({"n": True, "available": 3.5}) == {}
 
 
+@pytest.mark.unit
 def test_claims_separate_their_own_call_from_setup_they_paid_and_setup_they_share():
     rows = {r["name"]: r for r in claims(EVENTS, CHECKS)}
     a, b2, b3 = rows["X-1 on d1"], rows["X-2 on d1"], rows["X-3"]
@@ -160,6 +165,7 @@ def test_claims_separate_their_own_call_from_setup_they_paid_and_setup_they_shar
     assert [r["name"] for r in claims(EVENTS, CHECKS)] == ["X-2 on d1", "X-3", "X-1 on d1"]
 
 
+@pytest.mark.unit
 def test_section_total_lines_and_html():
     section = timing_section(EVENTS[:-1], CHECKS)  # without the control process, every count is known
     assert section["total"] == {"wall_s": 90.79, "llm_calls": 27, "prompt_tokens": 2050, "completion_tokens": 305,
@@ -226,6 +232,7 @@ def test_second(slow_study, check):
 """
 
 
+@pytest.mark.integration
 def test_timing_section_as_a_user_runs_it(pytester: pytest.Pytester):
     new_project(pytester, CATALOGUE)
     pytester.makeconftest('from harness.llm.scripted import register\n\n'
@@ -266,6 +273,7 @@ def test_timing_section_as_a_user_runs_it(pytester: pytest.Pytester):
     assert "Where the time goes" in (pytester.path / "out" / "index.html").read_text()
 
 
+@pytest.mark.integration
 def test_a_run_with_nothing_but_timing_writes_no_report(pytester: pytest.Pytester):
     """Every test is timed, so timing alone must not make a run that checked and measured nothing write one."""
     pytester.makeini("[pytest]\naddopts = -p no:cacheprovider -p no:randomly\nfilterwarnings = error\n")

@@ -13,11 +13,11 @@ from harness.data.trec import read_trec_qrels, read_trec_run
 from harness.metrics.runs import compare_runs, score_run
 from harness.stats.effect import paired_effect
 
-pytestmark = pytest.mark.unit
 TREC = Path(__file__).resolve().parents[1] / "fixtures" / "trec"
 RUN, BASE, QRELS = TREC / "sample-dense.run", TREC / "sample-bm25.run", TREC / "sample.qrels"
 
 
+@pytest.mark.unit
 def test_shipped_run_scores_equal_pytrec_eval():
     pytrec_eval = pytest.importorskip("pytrec_eval", reason="pip install pytrec-eval-terrier (the dev extra)")
     qrels, run = read_trec_qrels(QRELS), read_trec_run(RUN)
@@ -31,6 +31,7 @@ def test_shipped_run_scores_equal_pytrec_eval():
         assert means[ours] == pytest.approx(np.mean([table[q][theirs] for q in sorted(qrels)]), abs=1e-12), ours
 
 
+@pytest.mark.unit
 def test_run_against_a_baseline_run_is_paired_per_query():
     effects = compare_runs(RUN, BASE, QRELS, ["nDCG@10"])
     a, b = score_run(RUN, QRELS, ["nDCG@10"]), score_run(BASE, QRELS, ["nDCG@10"])
@@ -39,6 +40,7 @@ def test_run_against_a_baseline_run_is_paired_per_query():
     assert effects["nDCG@10"].ci == pytest.approx(expected.ci) and effects["nDCG@10"].n == 30
 
 
+@pytest.mark.integration
 def test_eval_command_as_a_user_runs_it(tmp_path):
     cmd = [sys.executable, "-m", "harness.cli", "eval", str(RUN), str(QRELS), "-m", "nDCG@10", "--baseline-run",
            str(BASE)]
