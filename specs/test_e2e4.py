@@ -74,9 +74,9 @@ def _dry_run(tmp_path_factory):
             "log": d / "logs" / "e2_to_e4.log", "net": d / "net.log"}
 
 
-pytestmark = pytest.mark.unit
 
 
+@pytest.mark.unit
 @pytest.mark.spec("E2E4-FR1-1")
 def test_initialises_with_keys(tmp_path, scripted_llm, hashing_embedder, check):
     llm = scripted_llm(lambda m, p: "30 days [Source 1]", name="e2e4-keys", api_key="sk-present")
@@ -86,11 +86,13 @@ def test_initialises_with_keys(tmp_path, scripted_llm, hashing_embedder, check):
     check("E2E4-FR1-1", s.written["e2"] == 3 and answers == ["30 days [Source 1]"] * 3, answers=answers)
 
 
+@pytest.mark.integration
 @pytest.mark.spec("E2E4-FR1-2")
 def test_dry_run_without_keys(dry_run, check):
     check("E2E4-FR1-2", dry_run["proc"].returncode == 0, stderr=dry_run["proc"].stderr[-500:].decode())
 
 
+@pytest.mark.integration
 @pytest.mark.spec("E2E4-FR1-3")
 def test_services_ready_before_first_query(dry_run, check):
     text = dry_run["log"].read_text() if dry_run["log"].exists() else ""
@@ -99,6 +101,7 @@ def test_services_ready_before_first_query(dry_run, check):
     check("E2E4-FR1-3", first_query > 0 and bool(indexed) and indexed[-1] > 0, indexed_before_first_query=indexed)
 
 
+@pytest.mark.unit
 @pytest.mark.spec("E2E4-FR2-4")
 def test_indexing_survives_embedding_failures(tmp_path, hashing_embedder, check):
     from harness.retrieval.embed import RetryingEmbedder
@@ -124,6 +127,7 @@ def test_indexing_survives_embedding_failures(tmp_path, hashing_embedder, check)
     assert sleeps == [1.0, 2.0] and emb.retries == 2
 
 
+@pytest.mark.unit
 @pytest.mark.spec("E2E4-FR3-2")
 def test_schema_validation_catches_malformed(tmp_path, check):
     import shutil
@@ -147,12 +151,14 @@ def test_schema_validation_catches_malformed(tmp_path, check):
           and len(lenient.queries) == 148, strict_error=strict_error[:200], skipped=lenient.skipped.count)
 
 
+@pytest.mark.integration
 @pytest.mark.spec("E2E4-FR3-3")
 def test_query_types_identified(dry_run, check):
     types = sorted({str(r["metadata"].get("query_type")) for r in rows(dry_run["out"] / FILES["e2"])})
     check("E2E4-FR3-3", types)
 
 
+@pytest.mark.integration
 @pytest.mark.spec("E2E4-FR4-2")
 def test_chunks_carry_metadata(dry_run, check):
     chunks = [c for e in FILES.values() for r in rows(dry_run["out"] / e) for c in r["retrieved_chunks"]]
@@ -160,6 +166,7 @@ def test_chunks_carry_metadata(dry_run, check):
     check("E2E4-FR4-2", float(np.mean(ok)), n=len(ok))
 
 
+@pytest.mark.unit
 @pytest.mark.spec("E2E4-FR4-3")
 def test_answers_non_empty(tmp_path, check):
     """Over every query the runner attempted, not only the rows it wrote: it drops an empty answer (counted in
@@ -172,6 +179,7 @@ def test_answers_non_empty(tmp_path, check):
     check("E2E4-FR4-3", written / (written + empty), n=written + empty, empty=empty)
 
 
+@pytest.mark.unit
 @pytest.mark.spec("E2E4-FR4-4")
 def test_rerun_skips_processed(tmp_path, check):
     run_experiments(KB, tmp_path / "out", dry_run=True, log_dir=tmp_path / "logs", limit=20)
@@ -180,6 +188,7 @@ def test_rerun_skips_processed(tmp_path, check):
     assert again.skipped_done == {"e2": 20, "e3": 20, "e4": 20}
 
 
+@pytest.mark.integration
 @pytest.mark.spec("E2E4-FR7-2", "E2E4-FR10-1")
 def test_files_are_valid_jsonl(dry_run, spec, check):
     ok = True
@@ -192,6 +201,7 @@ def test_files_are_valid_jsonl(dry_run, spec, check):
     check(spec.id, ok)
 
 
+@pytest.mark.integration
 @pytest.mark.spec("E2E4-FR7-3")
 def test_dry_run_processes_all(dry_run, check):
     counts = {e: len(rows(dry_run["out"] / f)) for e, f in FILES.items()}
@@ -199,6 +209,7 @@ def test_dry_run_processes_all(dry_run, check):
         check("E2E4-FR7-3", n, experiment=e, per_experiment=counts, seconds=dry_run["seconds"])
 
 
+@pytest.mark.integration
 @pytest.mark.spec("E2E4-FR7-4", "E2E4-SC-5")
 def test_no_network_during_dry_run(dry_run, spec, check):
     attempts = len(dry_run["net"].read_text().splitlines()) if dry_run["net"].exists() else 0
@@ -206,6 +217,7 @@ def test_no_network_during_dry_run(dry_run, spec, check):
           seconds=dry_run["seconds"])
 
 
+@pytest.mark.integration
 @pytest.mark.spec("E2E4-FR8-1")
 def test_restart_resumes_from_last(tmp_path, check):
     first = run_experiments(KB, tmp_path / "out", dry_run=True, log_dir=tmp_path / "logs", limit=30)
@@ -215,6 +227,7 @@ def test_restart_resumes_from_last(tmp_path, check):
           and len(ids) == len(set(ids)) == 150)
 
 
+@pytest.mark.integration
 @pytest.mark.spec("E2E4-FR8-2")
 def test_overwrite_reprocesses_all(tmp_path, check):
     run_experiments(KB, tmp_path / "out", dry_run=True, log_dir=tmp_path / "logs", experiments=["e2"])
@@ -224,23 +237,27 @@ def test_overwrite_reprocesses_all(tmp_path, check):
     check("E2E4-FR8-2", again.written["e2"])
 
 
+@pytest.mark.integration
 @pytest.mark.spec("E2E4-FR9-1")
 def test_log_file_created(dry_run, check):
     check("E2E4-FR9-1", dry_run["log"].is_file() and dry_run["log"].stat().st_size > 0)
 
 
+@pytest.mark.integration
 @pytest.mark.spec("E2E4-FR9-2")
 def test_no_console_output(dry_run, check):
     check("E2E4-FR9-2", len(dry_run["proc"].stdout) + len(dry_run["proc"].stderr),
           output=(dry_run["proc"].stdout + dry_run["proc"].stderr)[:300].decode(errors="replace"))
 
 
+@pytest.mark.integration
 @pytest.mark.spec("E2E4-FR9-3")
 def test_log_lines_have_time_and_level(dry_run, check):
     lines = dry_run["log"].read_text().splitlines()
     check("E2E4-FR9-3", float(np.mean([bool(LOG_LINE.match(ln)) for ln in lines])), n=len(lines))
 
 
+@pytest.mark.integration
 @pytest.mark.spec("E2E4-FR10-2")
 def test_one_result_per_query(dry_run, check):
     queries = [q.query_id for q in load_experiment_inputs(KB).queries]
@@ -252,18 +269,21 @@ def test_one_result_per_query(dry_run, check):
     assert all(p == sorted(queries) for p in per), "no result for a query that is not an input"
 
 
+@pytest.mark.integration
 @pytest.mark.spec("E2E4-FR10-3", "E2E4-SC-2")
 def test_required_fields(dry_run, spec, check):
     problems = [p for e, f in FILES.items() for p in validate_results(dry_run["out"] / f, e)]
     check(spec.id, len(problems) if spec.id == "E2E4-FR10-3" else not problems, problems=problems[:5])
 
 
+@pytest.mark.integration
 @pytest.mark.spec("E2E4-SC-4")
 def test_e4_reasoning_present(dry_run, check):
     rs = rows(dry_run["out"] / FILES["e4"])
     check("E2E4-SC-4", float(np.mean([has_reasoning(r) for r in rs])), n=len(rs))  # an echoed prompt is no reasoning
 
 
+@pytest.mark.unit
 @pytest.mark.spec("E2E4-SC-7")
 def test_log_has_milestones_and_errors(tmp_path, scripted_llm, hashing_embedder, check):
     def responder(messages, params):
@@ -281,6 +301,7 @@ def test_log_has_milestones_and_errors(tmp_path, scripted_llm, hashing_embedder,
           and "Done: written=" in text, failed=failed)
 
 
+@pytest.mark.unit
 @pytest.mark.spec("E2E4-NFR-usability")
 def test_single_entry_point(check):
     from importlib.metadata import entry_points
@@ -293,6 +314,7 @@ def test_single_entry_point(check):
     check("E2E4-NFR-usability", len(scripts), scripts=[e.name for e in scripts])
 
 
+@pytest.mark.unit
 @pytest.mark.spec("E2E4-NFR-logging")
 def test_logger_has_no_console_handler(tmp_path, check):
     import logging
@@ -305,6 +327,7 @@ def test_logger_has_no_console_handler(tmp_path, check):
     check("E2E4-NFR-logging", len(consoles) + int(log.propagate))
 
 
+@pytest.mark.unit
 @pytest.mark.spec("E2E4-NFR-portability")
 def test_no_os_specific_imports(check):
     root = Path(__file__).resolve().parents[1] / "harness"
@@ -314,6 +337,7 @@ def test_no_os_specific_imports(check):
     check("E2E4-NFR-portability", len(hits), hits=hits)
 
 
+@pytest.mark.unit
 @pytest.mark.spec("E2E4-NFR-extensibility")
 def test_new_variant_without_runner_change(tmp_path, check):
     @register_experiment
@@ -338,6 +362,7 @@ def test_new_variant_without_runner_change(tmp_path, check):
     check("E2E4-NFR-extensibility", ok)
 
 
+@pytest.mark.unit
 def test_parse_e4_fallbacks():
     r, structured = parse_e4('{"reasoning_steps": "Step 1: x", "answer": "30 days"}')
     assert structured and r.answer == "30 days"
@@ -352,6 +377,7 @@ def test_parse_e4_fallbacks():
     assert r.answer == "The page says 14 days." and r.reasoning_steps == "", "an answer alone is not reasoning"
 
 
+@pytest.mark.unit
 def test_e4_fallback_prefers_the_answer_to_the_question():
     """After a failed repair, the repair reply (about JSON) is used only if it carries the fields."""
     first, repair = "```\nReturns are accepted for 30 days.\n```", "The response is not valid JSON. The schema should"
@@ -360,6 +386,7 @@ def test_e4_fallback_prefers_the_answer_to_the_question():
     assert best_e4("", "").answer == ""
 
 
+@pytest.mark.unit
 def test_completed_ids_cuts_a_torn_last_line(tmp_path):
     p = tmp_path / "r.jsonl"
     p.write_text('{"query_id": "a"}\n{"query_id": "b"}\n{"query_id": "c", "llm_ans')
@@ -367,6 +394,7 @@ def test_completed_ids_cuts_a_torn_last_line(tmp_path):
     assert p.read_text() == '{"query_id": "a"}\n{"query_id": "b"}\n'
 
 
+@pytest.mark.unit
 def test_kb_regenerates_byte_identical(tmp_path):
     from harness.data.retail_kb import generate
 

@@ -69,7 +69,7 @@ def test_reward_weights_validated():
         PPORewardFunction(0.5, 0.5, 0.5)
 
 
-@pytest.mark.unit
+@pytest.mark.integration
 @pytest.mark.spec("QRW-005")
 def test_policy_gradient_step_changes_parameters(check):
     pytest.importorskip("torch")
