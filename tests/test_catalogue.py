@@ -7,10 +7,10 @@ import pytest
 
 from harness.catalogue import PROTOCOL_CATALOGUE, CatalogueError, load_catalogue, load_project_catalogue, spec_files
 
-pytestmark = pytest.mark.unit
 SPECS = PROTOCOL_CATALOGUE
 
 
+@pytest.mark.unit
 def test_project_catalogue_has_every_protocol_id():
     cat = load_catalogue([SPECS])
     ids = set(cat.ids())
@@ -44,12 +44,14 @@ specs:
 """
 
 
+@pytest.mark.unit
 def test_unknown_key_names_file_and_id(tmp_path: Path):
     p = _write(tmp_path, GOOD + "    colour: red\n")
     with pytest.raises(CatalogueError, match=r"a.yaml: spec X-1: unknown key\(s\) colour"):
         load_catalogue([p])
 
 
+@pytest.mark.unit
 def test_duplicate_id_names_both_files(tmp_path: Path):
     _write(tmp_path, GOOD, "a.yaml")
     _write(tmp_path, GOOD, "b.yaml")
@@ -57,6 +59,7 @@ def test_duplicate_id_names_both_files(tmp_path: Path):
         load_catalogue([tmp_path])
 
 
+@pytest.mark.unit
 def test_bad_comparator_and_marker(tmp_path: Path):
     with pytest.raises(CatalogueError, match="field 'comparator' is '=<'"):
         load_catalogue([_write(tmp_path, GOOD.replace('"<"', '"=<"'))])
@@ -64,6 +67,7 @@ def test_bad_comparator_and_marker(tmp_path: Path):
         load_catalogue([_write(tmp_path, GOOD.replace("unit", "smoke"))])
 
 
+@pytest.mark.unit
 def test_missing_field_and_type_checks(tmp_path: Path):
     with pytest.raises(CatalogueError, match="spec X-1: missing field 'source'"):
         load_catalogue([_write(tmp_path, GOOD.replace("    source: s\n", ""))])
@@ -71,6 +75,7 @@ def test_missing_field_and_type_checks(tmp_path: Path):
         load_catalogue([_write(tmp_path, GOOD.replace("threshold: 1", "threshold: high"))])
 
 
+@pytest.mark.unit
 def test_holds_semantics(tmp_path: Path):
     cat = load_catalogue([_write(tmp_path, GOOD)])
     s = cat["X-1"]
@@ -85,6 +90,7 @@ def _one(tmp_path: Path, body: str) -> Path:
     return p
 
 
+@pytest.mark.unit
 @pytest.mark.parametrize("body, message", [
     ("    marker: benchmark\n    comparator: '>='\n    threshold: 0.1\n", "missing field 'decision'"),
     ("    marker: benchmark\n    decision: vibes\n    comparator: '>='\n    threshold: 0.1\n",
@@ -104,6 +110,7 @@ def test_decision_field_is_validated(tmp_path: Path, body: str, message: str):
         load_catalogue([p])
 
 
+@pytest.mark.unit
 def test_decision_defaults_and_parses(tmp_path: Path):
     p = _one(tmp_path, "    marker: benchmark\n    decision: {rule: test, test: mcnemar, alpha: 0.15}\n"
                        "    comparator: '>='\n    threshold: 0.04\n")
@@ -113,6 +120,7 @@ def test_decision_defaults_and_parses(tmp_path: Path):
     assert load_catalogue([p])["B-1"].decision.rule == "estimate"
 
 
+@pytest.mark.unit
 def test_every_project_benchmark_spec_declares_its_decision():
     cat = load_catalogue([SPECS])
     comparative = {s.id for s in cat if s.comparative}
@@ -121,6 +129,7 @@ def test_every_project_benchmark_spec_declares_its_decision():
     assert cat["RET-GATE-1"].decision.test == "mcnemar" and cat["RET-GATE-1"].decision.alpha == 0.15
 
 
+@pytest.mark.integration
 def test_public_api_names_resolve_lazily():
     import subprocess
     import sys
@@ -134,6 +143,7 @@ def test_public_api_names_resolve_lazily():
     assert subprocess.run([sys.executable, "-c", code], capture_output=True, text=True).stdout.strip() == "False"
 
 
+@pytest.mark.unit
 def test_dataset_field_takes_a_name_or_a_list_and_nothing_else(tmp_path: Path):
     one = load_catalogue([_write(tmp_path, GOOD + "    dataset: halueval-qa\n")])
     assert one["X-1"].dataset == ("halueval-qa",)
@@ -143,6 +153,7 @@ def test_dataset_field_takes_a_name_or_a_list_and_nothing_else(tmp_path: Path):
         load_catalogue([_write(tmp_path, GOOD + "    dataset: 3\n", "c.yaml")])
 
 
+@pytest.mark.unit
 def test_claims_moved_to_public_sets_name_them_in_their_rows():
     cat = load_catalogue(spec_files([SPECS]))
     assert cat["CRAG-005"].dataset == ("halueval-qa",)
@@ -151,6 +162,7 @@ def test_claims_moved_to_public_sets_name_them_in_their_rows():
     assert "halueval-qa" in cat["QRW-003"].dataset
 
 
+@pytest.mark.unit
 def test_a_projects_specs_are_added_to_the_protocols(tmp_path: Path):
     """The plugin's catalogue: the shipped protocol's specs and the project's own, only the latter the project's
     to answer for (coverage, not-run rows)."""
@@ -163,6 +175,7 @@ def test_a_projects_specs_are_added_to_the_protocols(tmp_path: Path):
     assert len(alone) == len(protocol) and not any(alone.in_project(i) for i in alone.ids())
 
 
+@pytest.mark.unit
 def test_a_project_id_that_the_protocol_defines_names_both_files(tmp_path: Path):
     p = _write(tmp_path, GOOD.replace("X-1", "HYDE-002"), "mine.yaml")
     with pytest.raises(CatalogueError) as err:
@@ -172,6 +185,7 @@ def test_a_project_id_that_the_protocol_defines_names_both_files(tmp_path: Path)
     assert str((SPECS / "hyde.yaml").resolve()) in message and "the protocol's catalogue" in message
 
 
+@pytest.mark.unit
 def test_a_project_that_names_the_protocols_files_reads_them_once():
     """This repository's own ini names harness/specs: no duplicates, and every protocol id is its to cover."""
     cat = load_project_catalogue([SPECS])

@@ -19,7 +19,7 @@ from harness.llm.simulated import SimulatedAPI, SimulatedLog
 ROOT = Path(__file__).resolve().parents[1]
 
 
-@pytest.mark.unit
+@pytest.mark.integration
 def test_a_scaled_clock_reads_the_same_simulated_time_in_another_process():
     clock = ScaledClock(1000)
     read = "from harness.llm.clock import ScaledClock; print(repr(ScaledClock(1000).monotonic()))"
