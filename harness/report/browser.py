@@ -12,6 +12,7 @@ import re
 import shutil
 import subprocess
 import tempfile
+from html import unescape
 from html.parser import HTMLParser
 from pathlib import Path
 from typing import Any
@@ -95,6 +96,6 @@ def table_rows(dom: str, table_class: str) -> list[list[str]]:
     out: list[list[str]] = []
     for m in re.finditer(rf'<table class="[^"]*\b{re.escape(table_class)}\b[^"]*">.*?<tbody>(.*?)</tbody>', dom, re.S):
         for row in re.findall(r"<tr[^>]*>(.*?)</tr>", m.group(1), re.S):
-            out.append([" ".join(re.sub(r"<[^>]+>", "", c).split()) for c in re.findall(r"<td[^>]*>(.*?)</td>", row,
-                                                                                     re.S)])
+            out.append([unescape(" ".join(re.sub(r"<[^>]+>", "", c).split()))
+                        for c in re.findall(r"<td[^>]*>(.*?)</td>", row, re.S)])
     return out
