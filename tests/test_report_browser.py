@@ -4,6 +4,7 @@ DOM and compared with results.json. Skips when no Chromium is installed (`apt-ge
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
 
@@ -112,3 +113,24 @@ def test_a_claims_per_query_table_is_built_from_results_json(report):
         assert outcome == ("improved" if ec - eb > 1e-12 else "degraded" if ec - eb < -1e-12 else "unchanged")
     best = pq["samples"][0]
     assert best["pick"] == "best" and f"a document for {best['id']}" in dom
+
+
+# run after the page's own script, as a user's clicks would: sort the opened per-query table by its difference
+# column (once: ascending, twice: descending), and note how wide the page is against the window
+DRIVER = """<script>
+var th = document.querySelectorAll("table.pq thead th")[4];
+th.click(); th.click();
+document.documentElement.setAttribute("data-scroll-width", document.documentElement.scrollWidth);
+document.documentElement.setAttribute("data-window-width", window.innerWidth);
+</script></body>"""
+
+
+def test_a_click_sorts_the_per_query_table_and_nothing_runs_past_the_window(report, tmp_path):
+    page = tmp_path / "driven.html"
+    page.write_text((report / "index.html").read_text().replace("</body>", DRIVER))
+    dom = dump_dom(page, fragment="claim-HYDE-900")
+    diffs = [float(r[4]) for r in table_rows(dom, "pq")[:40]]
+    assert diffs == sorted(diffs, reverse=True) and diffs[0] > diffs[-1], diffs
+    assert 'data-dir="desc"' in dom
+    width = {k: int(v) for k, v in re.findall(r'data-(scroll|window)-width="(\d+)"', dom)}
+    assert width["scroll"] <= width["window"] == 1280, width

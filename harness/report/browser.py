@@ -30,15 +30,16 @@ def find_chromium() -> str | None:
     return next((p for p in (shutil.which(n) for n in ("chromium", "chromium-browser", "google-chrome")) if p), None)
 
 
-def dump_dom(path: Path, *, fragment: str = "", chromium: str | None = None, timeout: float = 120) -> str:
-    """The DOM of `path` (a local HTML file) after its scripts ran, as Chromium serialises it."""
+def dump_dom(path: Path, *, fragment: str = "", chromium: str | None = None, timeout: float = 120,
+             window: tuple[int, int] = (1280, 900)) -> str:
+    """The DOM of `path` (a local HTML file) after its scripts ran, as Chromium serialises it (window in px)."""
     exe = chromium or find_chromium()
     if exe is None:
         raise FileNotFoundError("no Chromium found (install chromium, or set RAG_HARNESS_CHROMIUM)")
     url = Path(path).resolve().as_uri() + (f"#{fragment}" if fragment else "")
     with tempfile.TemporaryDirectory(prefix="rag-harness-chromium-") as profile:
-        out = subprocess.run([exe, *FLAGS, f"--user-data-dir={profile}", "--dump-dom", url], capture_output=True,
-                             text=True, timeout=timeout, check=False)
+        out = subprocess.run([exe, *FLAGS, f"--user-data-dir={profile}", f"--window-size={window[0]},{window[1]}",
+                              "--dump-dom", url], capture_output=True, text=True, timeout=timeout, check=False)
     if out.returncode != 0 or not out.stdout.strip():
         raise RuntimeError(f"{exe} exited {out.returncode} on {url}: {out.stderr[-2000:]}")
     return out.stdout

@@ -154,7 +154,7 @@ def _claim_rows(rows: list[dict[str, Any]], axes: dict[str, tuple[float, float]]
 def _table(rows: list[dict[str, Any]], axes: dict[str, tuple[float, float]], cls: str) -> str:
     head = ("<thead><tr><th>claim</th><th>dataset</th><th>verdict</th><th>effect [interval]</th><th>threshold</th>"
             "<th>n</th><th>on the metric's common axis</th></tr></thead>")
-    cols = "".join(f'<col style="width:{w}">' for w in ("22%", "9%", "9%", "15%", "8%", "9%", f"{PLOT_W + 10}px"))
+    cols = "".join(f'<col style="width:{w}">' for w in ("21%", "9%", "10%", "15%", "7%", "10%", f"{PLOT_W + 10}px"))
     return (f'<div class=wide><table class="claims {cls}"><colgroup>{cols}</colgroup>{head}'
             f"<tbody>{_claim_rows(rows, axes)}</tbody></table></div>")
 
