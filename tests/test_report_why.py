@@ -142,3 +142,16 @@ def test_provenance_reads_as_text_not_a_python_dict():
     assert "{" not in html and "np." not in html
     assert "scifact: sha256 (first 16 hex digits) 0123456789abcdef, path=/d/scifact" in html
     assert "local/x: traffic=replayed, role=llm" in html and "bootstrap: 3" in html
+
+
+def test_technique_outputs_name_what_the_model_wrote():
+    from harness.report.per_query import technique_outputs
+    from harness.techniques.registry import TechniqueResult
+    from harness.types import Hit
+
+    hits = [Hit(id=f"d{i}", score=1.0 / (i + 1)) for i in range(12)]
+    res = TechniqueResult("q1", "why?", hits, "because.", technique="hyde",
+                          detail={"hypothetical_documents": ["doc one", "doc two"], "action": "correct", "vec": {}})
+    assert technique_outputs(res) == {"hypothetical documents": "doc one\n---\ndoc two", "action": "correct",
+                                      "answer": "because.", "sources": ", ".join(f"d{i}" for i in range(10))}
+    assert technique_outputs(TechniqueResult("q2", "x", hits[:1])) == {}  # retrieval only: nothing written
