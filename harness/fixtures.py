@@ -131,7 +131,9 @@ def check(request: pytest.FixtureRequest) -> Callable[..., Any]:
             return value
         shown_v = record["value"]
         shown = f"{shown_v:.6g}" if isinstance(shown_v, float) and not math.isnan(shown_v) else repr(shown_v)
-        extra = "".join(f", {k}={v!r}" for k, v in context.items() if k in ("n", "ci", "p_value", "model", "dataset"))
+        from harness.report.html_format import plain  # numbers as plain numbers, not numpy reprs
+
+        extra = "".join(f", {k}={plain(v)}" for k, v in context.items() if k in ("n", "ci", "p_value", "model", "dataset"))
         head = f"{s.id} ({s.title}): measured {s.metric} = {shown}, required {s.comparator} {s.threshold!r}{extra}"
         if verdict == "inconclusive":
             raise SpecInconclusive(f"inconclusive (--strict-verdicts): {head}; {record['decided']['reason']}")

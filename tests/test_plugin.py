@@ -220,7 +220,7 @@ def test_three_valued_verdicts_per_dataset(project: pytest.Pytester):
     junit = (project.path / "junit.xml").read_text()
     assert 'name="harness_verdict" value="CMP-001|b|inconclusive"' in junit
     html = (project.path / "out" / "index.html").read_text()
-    assert "forest plot" in html and "v-inconclusive" in html and "Provenance" in html
+    assert "on the metric's common axis" in html and "v-inconclusive" in html and "Provenance" in html
 
 
 def test_refuted_claim_fails_its_test(project: pytest.Pytester):
