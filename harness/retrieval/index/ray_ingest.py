@@ -1,8 +1,8 @@
 """Encode a corpus on a Ray cluster and write its Lance table from the workers (issue #29 item 5).
 
 The driver streams the corpus (`harness.data.beir.iter_corpus`) into Arrow blocks of (id, text, metadata), the
-rows `LanceStore.index` would store, and computes the same content fingerprint as the single-process path. A Ray
-Data actor pool (`map_batches(..., compute=ActorPoolStrategy(size=workers))`, one embedder per actor) adds the
+rows `LanceStore.index` would store, each put in Ray's object store as it is made (the driver holds one block),
+and computes the same content fingerprint as the single-process path. A Ray Data actor pool (`map_batches(..., compute=ActorPoolStrategy(size=workers))`, one embedder per actor) adds the
 vectors, and lance-ray's `write_lance` writes the table's fragments from the workers, committing once (Ray
 2.60's own `Dataset.write_lance` calls pylance 14.0.2, the newest, with an argument it does not take). The
 driver then builds the indices with `LanceStore`'s own code (full-text, and IVF-PQ above `ann_threshold`) and
@@ -149,7 +149,7 @@ def ray_ingest(store: LanceStore, items: Iterable[Document | Chunk], embedder_na
 
     ray = _ray()
     fp = _Fingerprint(embedder_name)
-    blocks = list(_blocks(items, batch, fp))
+    refs = [ray.put(b) for b in _blocks(items, batch, fp)]  # into the object store block by block (it spills to disk)
     fingerprint = fp.hexdigest()
     if store.table_name in store._tables():
         store.db.drop_table(store.table_name)
@@ -158,8 +158,8 @@ def ray_ingest(store: LanceStore, items: Iterable[Document | Chunk], embedder_na
     schema = pa.schema([("id", pa.string()), ("text", pa.string()), ("metadata", pa.string()),
                         ("vector", pa.list_(pa.float32(), dim))])
     t0 = time.perf_counter()
-    if blocks:
-        ds = ray.data.from_arrow(blocks).map_batches(
+    if refs:
+        ds = ray.data.from_arrow_refs(refs).map_batches(
             Encode, fn_constructor_args=(embedder_name, threads), batch_size=batch, batch_format="pyarrow",
             compute=ray.data.ActorPoolStrategy(size=workers), num_cpus=1)
         from lance_ray import write_lance
