@@ -18,6 +18,7 @@ from harness.retrieval.index.lancedb_store import LanceStore, _as_rows, content_
 from harness.retrieval.index.ray_ingest import RayIngestStats, _Fingerprint, table_uri
 from harness.types import Document
 
+pytest_plugins = ["pytester"]
 QUIET = pytest.mark.filterwarnings("ignore:lance is not fork-safe:UserWarning")
 
 
@@ -47,6 +48,25 @@ def test_index_location_extends_the_cache_dir_default(tmp_path):
     h = load_config(**{"harness.index_uri": "s3://bucket/rag/", "harness.index_storage_options": {"region": "x"}}).harness
     assert h.index_db("cranfield") == "s3://bucket/rag/cranfield" and h.index_storage_options == {"region": "x"}
     assert table_uri(LanceStore(tmp_path / "db", "corpus")) == f"{tmp_path / 'db'}/corpus.lance"
+
+
+@pytest.mark.unit
+@pytest.mark.parametrize("uri, expected", [("idx", "{root}/idx/d"), ("s3://b/x", "s3://b/x/d")])
+def test_a_relative_index_uri_is_the_projects(pytester, uri, expected):
+    """The plugin resolves a relative `harness.index_uri` against the project's root, as it does cache_dir; an
+    object-store URI is kept as written."""
+    from tests.pytester_kit import new_project
+
+    new_project(pytester, "specs: []\n")
+    (pytester.path / "cfg.yaml").write_text(f"harness:\n  index_uri: {uri}\n", encoding="utf-8")
+    pytester.makepyfile(test_where=f"""
+        import pytest
+
+        @pytest.mark.unit
+        def test_where(harness_config):
+            assert harness_config.harness.index_db("d") == {expected.format(root=pytester.path)!r}
+    """)
+    pytester.runpytest_subprocess("--harness-config", "cfg.yaml", "-m", "unit").assert_outcomes(passed=1)
 
 
 # ---------------------------------------------------------------- integration: a local Ray with 2 CPUs
