@@ -199,7 +199,7 @@ class HarnessSettings(_Strict):
     cache_dir: Path = Path(".cache/rag-harness")
     # where the benchmark tier's LanceDB indexes live, one database per dataset (`<index_uri>/<dataset>`, table
     # `corpus`): unset, `<cache_dir>/lancedb`; a local path or an object-store URI (`s3://bucket/prefix`, `gs://`,
-    # `az://`), opened with `index_storage_options` (credentials, region, endpoint). `rag-harness ray-index` writes there
+    # `az://`), opened with `index_storage_options` (credentials, region, endpoint). `ragharness ray-index` writes there
     index_uri: str | None = None
     index_storage_options: dict[str, str] = Field(default_factory=dict)
     data_dir: Path = Path("../shared/data")
