@@ -309,7 +309,8 @@ def persistent_index(dataset: Any, embedder: Any, harness_config: HarnessConfig)
     the store's `last_stats` says what indexing did."""
     from harness.retrieval.index.lancedb_store import LanceStore
 
-    store = LanceStore(harness_config.harness.cache_dir / "lancedb" / dataset.name, "corpus")
+    h = harness_config.harness
+    store = LanceStore(h.index_db(dataset.name), "corpus", storage_options=h.index_storage_options)
     store.index(list(dataset.corpus.values()), embedder)
     return store
 
@@ -331,9 +332,10 @@ def crag_backends(qa: Any, embedder: Any, harness_config: HarnessConfig):
         return persistent_index(qa, embedder, harness_config), Services(harness_config).require("web"), None
     sim = withhold_gold(qa.corpus, qa.qrels, share=d.crag_withheld_share, seed=harness_config.harness.seed)
     key = f"{qa.name}-withheld-{d.crag_withheld_share:g}-seed{sim.seed}"
-    internal = LanceStore(harness_config.harness.cache_dir / "lancedb" / key, "internal")
+    h = harness_config.harness
+    internal = LanceStore(h.index_db(key), "internal", storage_options=h.index_storage_options)
     internal.index(sim.internal, embedder)
-    web = LanceStore(harness_config.harness.cache_dir / "lancedb" / key, "web")
+    web = LanceStore(h.index_db(key), "web", storage_options=h.index_storage_options)
     web.index(sim.web, embedder)
     return internal, LocalWebSearch(Retriever(web, embedder, "bm25"), domain="simulated-web.local"), sim
 

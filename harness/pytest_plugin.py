@@ -124,6 +124,9 @@ def pytest_configure(config: pytest.Config) -> None:
         hc.harness.data_dir = (rootpath / hc.harness.data_dir).resolve()
     if not hc.harness.cache_dir.is_absolute():
         hc.harness.cache_dir = rootpath / hc.harness.cache_dir
+    uri = hc.harness.index_uri
+    if uri and "://" not in uri and not Path(uri).is_absolute():
+        hc.harness.index_uri = str(rootpath / uri)
     config.stash[CONFIG_KEY] = hc
     config.stash[COLLECTOR_KEY] = Collector()
     from harness._pytest_timing import TimingHooks

@@ -68,11 +68,13 @@ def fts_query(text: str) -> str:
 class LanceStore:
     """One LanceDB table of (id, text, metadata, vector) with a full-text index on `text`."""
 
-    def __init__(self, uri: str | Path, table: str = "chunks", *, ann_threshold: int = ANN_MIN_ROWS):
+    def __init__(self, uri: str | Path, table: str = "chunks", *, ann_threshold: int = ANN_MIN_ROWS,
+                 storage_options: dict[str, str] | None = None):
         self.uri = str(uri)
         self.table_name = table
         self.ann_threshold = ann_threshold
-        self.db = _lancedb().connect(self.uri)
+        self.storage_options = dict(storage_options or {})  # object-store settings (credentials, region, endpoint)
+        self.db = _lancedb().connect(self.uri, storage_options=self.storage_options or None)
         self._table = None
         self.last_stats: IndexStats | None = None  # what the latest `index()` did
         self.ann: Any = None  # harness.retrieval.index.ann.Tuned once `tune_ann` measured its recall
