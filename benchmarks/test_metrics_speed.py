@@ -17,14 +17,15 @@ TREC = {"nDCG@10": "ndcg_cut_10", "Recall@10": "recall_10", "Recall@100": "recal
         "MAP@100": "map_cut_100"}
 
 
-def synthetic(seed: int = 0, queries: int = 10_000, hits: int = 100, docs: int = 50_000):
-    """A seeded run (scores to 4 decimals, so about 1% of hits tie and fall to trec_eval's docid order) and graded
-    qrels: 12 judgements per query (grades 0-3), 8 on retrieved documents and 4 on documents not retrieved."""
+def synthetic(seed: int = 0, queries: int = 10_000, hits: int = 100, docs: int = 50_000, decimals: int = 4):
+    """A seeded run (scores to `decimals` places: at 4, about 1% of hits tie and fall to trec_eval's docid order)
+    and graded qrels: 12 judgements per query (grades 0-3), 8 on retrieved documents and 4 on documents not
+    retrieved."""
     rng = np.random.default_rng(seed)
     run, qrels = {}, {}
     for q in range(queries):
         ids = rng.choice(docs, hits + 4, replace=False)
-        run[f"q{q}"] = {f"d{d}": float(s) for d, s in zip(ids[:hits], np.round(rng.random(hits), 4))}
+        run[f"q{q}"] = {f"d{d}": float(s) for d, s in zip(ids[:hits], np.round(rng.random(hits), decimals))}
         judged = np.concatenate([ids[rng.choice(hits, 8, replace=False)], ids[hits:]])
         qrels[f"q{q}"] = {f"d{d}": int(g) for d, g in zip(judged, rng.integers(0, 4, len(judged)))}
     return qrels, run
