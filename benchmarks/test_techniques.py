@@ -249,7 +249,7 @@ def test_crag_open_qa(spec, qa_set, llm, embedder, make_technique, harness_confi
     """Open QA with a corpus (default halueval-qa; queries carry gold `answers`): plain RAG over the internal
     corpus vs CRAG over it and the web, paired per question, decided in looks; correct = an accepted answer in
     the response; an arm's LLM error is that arm's failure and counts in the error rate."""
-    from harness.fixtures import crag_backends
+    from harness.plugin.fixtures import crag_backends
     from harness.llm.client import LLMError
     from harness.metrics.qa import score_answer
     from harness.retrieval import Retriever

@@ -317,7 +317,7 @@ specs:
 
 CONTROLLED_CONFTEST = """
 import mathlib
-from harness.controls import control, replace_everywhere
+from harness.plugin.controls import control, replace_everywhere
 
 @control("demo-sum-off-by-one", breaks="add returns a + b + 1")
 def _off(mp):
@@ -387,7 +387,7 @@ def test_benchmark_controls_run_in_a_fresh_process_and_leave_the_real_study_alon
     pytester.makepyfile(mylib="def compute():\n    return 1.0\n")
     pytester.makeconftest(textwrap.dedent("""
         import mylib
-        from harness.controls import control
+        from harness.plugin.controls import control
 
         @control("demo-study-inflated", breaks="the study's figure is five times too large")
         def _inflate(mp):

@@ -66,7 +66,7 @@ def test_undefined_value_reads_n_a():
 
 def test_failed_check_message_is_not_repeated_as_a_note():
     data = results(0.5, "fail")
-    data["specs"][0]["message"] = "harness.pytest_plugin.SpecCheckFailed: DEMO-1 (t): measured m = 0.5, required < 1"
+    data["specs"][0]["message"] = "harness.plugin.hooks.SpecCheckFailed: DEMO-1 (t): measured m = 0.5, required < 1"
     assert "SpecCheckFailed" not in render_html(data)
     data["specs"][0]["message"] = "Skipped: dataset 'popqa' not found"
     assert "dataset &#x27;popqa&#x27; not found" in render_html(data)

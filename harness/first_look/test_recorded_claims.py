@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from harness.controls import active_control
+from harness.control_env import active_control
 
 pytestmark = pytest.mark.vcr(allow_playback_repeats=True)  # identical claims: identical requests (same seed)
 CASSETTES = Path(__file__).resolve().parents[2] / "fixtures" / "cassettes"
