@@ -64,7 +64,7 @@ def test_check_failure_message_names_id_value_threshold(project: pytest.Pytester
     result = project.runpytest_subprocess("--report-dir", "out")
     result.assert_outcomes(passed=1, failed=1)
     result.stdout.fnmatch_lines(["*SpecCheckFailed: DEMO-001 (A measured ratio stays below a bound): "
-                                 "measured ratio = 0.9, required < 0.7, n=12, model='scripted'*"])
+                                 "measured ratio = 0.9, required < 0.7, n=12, model=scripted*"])
     data = json.loads((project.path / "out" / "results.json").read_text())
     assert {r["id"]: r["verdict"] for r in data["specs"]}["DEMO-001"] == "fail"
 
