@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from harness._pytest_state import harness_config_of
+from harness.plugin.state import harness_config_of
 
 
 def available_datasets(data_dir: Path) -> list[str]:
@@ -40,7 +40,7 @@ def dataset(dataset_name, beir_dataset, harness_config):
 
 @pytest.fixture(scope="session")
 def dense_store(dataset, embedder, harness_config):
-    from harness.fixtures import persistent_index
+    from harness.plugin.fixtures import persistent_index
 
     return persistent_index(dataset, embedder, harness_config)
 

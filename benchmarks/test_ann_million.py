@@ -32,6 +32,16 @@ def test_exact_search_at_1e5_against_numpy(machine_benchmarks, tmp_path, measure
     assert p["lance_exact_recall"] == 1.0, "exact search must return the oracle's top 10"
 
 
+def test_exact_search_configurations_at_1e5(machine_benchmarks, tmp_path, measure):
+    """Every way tried of asking LanceDB for an exact batch search (issue #29 item 4's 2x goal), each against NumPy."""
+    p = _probe(100_000, tmp_path, "--configs")
+    for c in p["configs"]:
+        measure("lance_exact_config_over_numpy", c["ratio"], config=c["config"], lance_s=c["lance_s"],
+                numpy_s=c["numpy_s"], best_numpy_s=min(x["numpy_s"] for x in p["configs"]), recall=c["recall"],
+                vectors=p["vectors"], queries=p["queries"])
+    assert all(c["recall"] == 1.0 for c in p["configs"]), "an exact configuration missed the oracle's top 10"
+
+
 def test_ann_at_1e6(machine_benchmarks, tmp_path, measure):
     p = _probe(1_000_000, tmp_path, "--ann")
     ann = p["ann"]

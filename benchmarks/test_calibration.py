@@ -22,7 +22,7 @@ TESTS = {"T": "t", "PERMUTATION": "permutation", "WILCOXON": "wilcoxon", "MCNEMA
 @pytest.fixture(scope="module")
 def topic_scores(beir_dataset, embedder, harness_config):
     """Per-topic nDCG@10 of the three real runs, aligned on the judged topics."""
-    from harness.fixtures import persistent_index
+    from harness.plugin.fixtures import persistent_index
     from harness.retrieval import Retriever
 
     ds = beir_dataset("cranfield")

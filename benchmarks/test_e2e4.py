@@ -266,6 +266,27 @@ def _paired_hallucination(study, judged, candidate: str, baseline: str, judge: s
     return paired_effect([c[q] for q in ids], [b[q] for q in ids]), ids
 
 
+def _hallucination_table(study, judged, candidate: str, baseline: str, ids: list[str]) -> dict:
+    """The paired queries' hallucination rates, and for the best, worst and median query both answers and the
+    judge's ruling on each of their claims."""
+    from harness.report.per_query import per_query_context
+
+    judge = judged["judge"]
+    rate = {e: _per_query(study, judged, judge, e, "hallucination_rate") for e in (candidate, baseline)}
+    rows = {e: {r["query_id"]: (r, j) for r, j in zip(study["rows"][e], judged["by_judge"][judge][e])}
+            for e in (candidate, baseline)}
+    word = {True: "supported by the chunks", False: "not supported", None: "failed ruling"}
+    return per_query_context(
+        ids, [rate[baseline][q] for q in ids], [rate[candidate][q] for q in ids],
+        texts={q: rows[candidate][q][0]["query"] for q in ids},
+        outputs={q: {f"{e} answer": rows[e][q][0]["llm_answer"] for e in (baseline, candidate)} for q in ids},
+        rulings={q: [{"judge": f"{judge} on {e}", "claim": c, "verdict": word[v]}
+                     for e in (baseline, candidate) for c, v in zip(rows[e][q][1].claims, rows[e][q][1].verdicts)]
+                 for q in ids},
+        baseline_label=f"{baseline} hallucination rate", candidate_label=f"{candidate} hallucination rate",
+        lower_is_better=True)
+
+
 def _judged_ctx(study, judged, **kw):
     rel = judged["reliability"]
     return _ctx(study, judge=judged["judge"], judge_reliability=rel.as_context(),
@@ -298,7 +319,8 @@ def test_hallucination_rate_paired(study, judged, spec, check, measure):
     lex, _ = _paired_hallucination(study, judged, candidate, baseline, "lexical")
     check(spec.id, effect, **_judged_ctx(study, judged, available=len(ids), candidate=candidate, baseline=baseline,
                                          lexical_difference=lex.estimate if lex.n else None,
-                                         lexical_ci=list(lex.ci) if lex.n else None))
+                                         lexical_ci=list(lex.ci) if lex.n else None,
+                                         per_query=_hallucination_table(study, judged, candidate, baseline, ids)))
 
 
 @pytest.mark.spec("E2E4-HALLU-NEG")

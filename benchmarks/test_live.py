@@ -95,7 +95,7 @@ def test_throughput_against_the_ideal(throughput_study, check, measure):
 
 FAULT_SCRIPT = textwrap.dedent("""
     import sys
-    from harness.controls import apply_from_env
+    from harness.plugin.controls import apply_from_env
     apply_from_env()
     from harness.retrieval.embed import HashingEmbedder
     from harness.retrieval.rerank import SentenceMaxSimReranker

@@ -42,7 +42,7 @@ def _run(question_id: str, correct: bool, res, q, seconds: float, trace: Trace, 
 def ret_study(uncached_llm, embedder, harness_config, make_technique, qa_set, tmp_path_factory):
     """Matched pairs, uncached: RET-GATE-6 is a latency figure and a cache hit would hide the model's time.
     Each run's wall time covers every call of the arm: retrieval, the RET calls and the choice / answer."""
-    from harness.fixtures import persistent_index
+    from harness.plugin.fixtures import persistent_index
 
     llm = uncached_llm
     n = harness_config.harness.max_queries or 10_000

@@ -67,7 +67,8 @@ def test_scifact_reproduces_mteb(beir_dataset, embedder, harness_config, check):
     from harness.retrieval.index.lancedb_store import LanceStore
 
     ds = beir_dataset("scifact")
-    store = LanceStore(harness_config.harness.cache_dir / "lancedb" / "scifact", "corpus")
+    h = harness_config.harness
+    store = LanceStore(h.index_db("scifact"), "corpus", storage_options=h.index_storage_options)
     store.index(list(ds.corpus.values()), embedder)
     run, _ = _run(Retriever(store, embedder), list(ds.judged_queries().values()), k=10)
     ndcg = float(evaluate(ds.qrels, run, ["nDCG@10"])["nDCG@10"].mean())

@@ -12,6 +12,7 @@ import pytest
 from harness.data.trec import write_trec_qrels, write_trec_run
 from harness.metrics import evaluate
 from harness.prompts import load_prompts, render
+from harness.report.per_query import per_query_context, technique_outputs
 from harness.stats.effect import paired_effect
 from harness.stats.latency import interleaved_ratio
 from harness.techniques.generation import numbered_sources
@@ -78,8 +79,11 @@ def _compare(check_sequential, spec_id, dataset, base: LazyArm, cand: LazyArm, *
                     n=len(values))
         for name, value in _failure_rates(c_arm).items():
             measure(name, value, technique=c_arm.technique, dataset=dataset.name, model=c_arm.model, n=n)
-        out = {"per_query": {"ids": [r.query_id for r in c_arm.results], "baseline": b.tolist(),
-                             "candidate": c.tolist(), "relative": relative}}
+        out = {"per_query": per_query_context(
+            [r.query_id for r in c_arm.results], b.tolist(), c.tolist(),
+            texts={r.query_id: r.query for r in c_arm.results},
+            outputs={r.query_id: technique_outputs(r) for r in c_arm.results},
+            baseline_label=f"{b_arm.technique} {metric}", candidate_label=f"{c_arm.technique} {metric}")}
         if metric == "Recall@10":
             out["run_file"] = _export(c_arm, dataset, harness_config, c)
         return out
@@ -245,7 +249,7 @@ def test_crag_open_qa(spec, qa_set, llm, embedder, make_technique, harness_confi
     """Open QA with a corpus (default halueval-qa; queries carry gold `answers`): plain RAG over the internal
     corpus vs CRAG over it and the web, paired per question, decided in looks; correct = an accepted answer in
     the response; an arm's LLM error is that arm's failure and counts in the error rate."""
-    from harness.fixtures import crag_backends
+    from harness.plugin.fixtures import crag_backends
     from harness.llm.client import LLMError
     from harness.metrics.qa import score_answer
     from harness.retrieval import Retriever
@@ -301,8 +305,13 @@ def test_crag_open_qa(spec, qa_set, llm, embedder, make_technique, harness_confi
                                 "baseline_accuracy": float(cmp_.baseline[mask].mean()) if mask.any() else None,
                                 "crag_accuracy": float(cmp_.candidate[mask].mean()) if mask.any() else None}
         return {"by_gold_passage": split, "web_searches": web.calls,
-                "per_query": {"ids": cmp_.ids, "baseline": cmp_.baseline.tolist(), "candidate": cmp_.candidate.tolist(),
-                              "binary": True}}
+                "per_query": per_query_context(
+                    cmp_.ids, cmp_.baseline.tolist(), cmp_.candidate.tolist(),
+                    texts={q: by_id[q].text for q in cmp_.ids},
+                    outputs={q: {"plain RAG answer": r[0], f"{crag.name} answer": r[1],
+                                 "accepted answers": " | ".join(by_id[q].answers)}
+                             for q, r in zip(cmp_.ids, cmp_.responses)},
+                    baseline_label="plain RAG correct", candidate_label=f"{crag.name} correct")}
 
     web_ctx = sim.describe() if sim is not None else {"simulated_web": False,
                                                       "web_backend": f"SearXNG at {harness_config.harness.web_search_url}"}

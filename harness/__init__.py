@@ -34,15 +34,12 @@ _EXPORTS = {
     "evaluate": "harness.metrics", "parse_measure": "harness.metrics", "score_run": "harness.metrics.runs",
     "compare_runs": "harness.metrics.runs", "paired_effect": "harness.stats.effect",
     "proportion_effect": "harness.stats.effect", "decide": "harness.stats.verdict",
-    # negative controls
-    "control": "harness.controls", "replace_everywhere": "harness.controls",
 }
 __all__ = sorted(_EXPORTS)
 
 if TYPE_CHECKING:  # for type checkers and IDEs: the same names, eagerly
     from harness.catalogue import load_catalogue
     from harness.config import HarnessConfig, load_config
-    from harness.controls import control, replace_everywhere
     from harness.data import (load_beir, load_experiment_inputs, read_trec_qrels, read_trec_run, write_trec_qrels,
                               write_trec_run)
     from harness.retrieval.embed import make_embedder

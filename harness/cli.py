@@ -1,5 +1,5 @@
-"""`ragharness`, the command line of rag-harness (pytest-rag-harness on PyPI): compare two runs' results.json, re-render a report, score TREC run files, or run
-the E2/E3/E4 experiments."""
+"""`ragharness`, the command line of rag-harness (pytest-rag-harness on PyPI): compare two runs' results.json, re-render a report, score TREC run files, run
+the E2/E3/E4 experiments, or encode a corpus into the index on a Ray cluster."""
 from __future__ import annotations
 
 import argparse
@@ -179,6 +179,46 @@ def _techniques(args: argparse.Namespace) -> int:
     return 0
 
 
+def _ray_index(args: argparse.Namespace) -> int:
+    """Encode a BEIR corpus on Ray and write the table the benchmark tier opens (`harness.index_uri`)."""
+    from harness.config import ConfigError, load_config
+
+    cfg_path = args.config or ("wsop.yaml" if Path("wsop.yaml").is_file() else None)
+    try:
+        h = load_config(cfg_path).harness
+    except ConfigError as exc:
+        print(f"rag-harness: {exc}", file=sys.stderr)
+        return 2
+    corpus = h.dataset_path(args.dataset) / "corpus.jsonl"
+    if not corpus.is_file():
+        print(f"rag-harness: {corpus} does not exist (a BEIR folder, by path or under harness.data_dir)",
+              file=sys.stderr)
+        return 2
+    try:
+        from harness.retrieval.index.lancedb_store import LanceStore
+        from harness.retrieval.index.ray_ingest import ray_index_corpus, start_ray, worker_embedder
+
+        import ray as _ray_mod
+
+        started = not _ray_mod.is_initialized()  # a Ray this command started is shut down when it ends
+        ray = start_ray(args.address, num_cpus=args.num_cpus)
+    except ImportError as exc:
+        print(f"rag-harness: {exc}", file=sys.stderr)
+        return 2
+    try:
+        db = h.index_db(corpus.parent.name)
+        store = LanceStore(db, "corpus", storage_options=h.index_storage_options)
+        st = ray_index_corpus(corpus, store, h.embedder, worker_embedder(h.embedder).dim, workers=args.workers,
+                              batch=args.batch)
+    finally:
+        if started:
+            ray.shutdown()
+    print(json.dumps({"table": f"{db}/corpus", "rows": st.rows, "workers": st.workers,
+                      "pipeline_seconds": round(st.pipeline_seconds, 3), "index_seconds": round(st.index_seconds, 3),
+                      "passages_per_s": round(st.passages_per_s, 2), "per_worker": round(st.per_worker, 2)}))
+    return 0
+
+
 def _at_least(low: float, kind: type = int):
     """An argparse type: a number of `kind` no smaller than `low` (NaN refused)."""
     def parse(text: str):
@@ -224,6 +264,16 @@ def main(argv: list[str] | None = None) -> int:
                           "stops with exit code 3 and resumes where it stopped (default: harness.llm.max_cost_usd)")
     run.add_argument("--progress", action="store_true",
                      help="a live progress line on stderr (stage, done/total, ETA, tokens, cost)")
+    ray_ = sub.add_parser("ray-index", help="encode a BEIR corpus on a Ray cluster into the benchmark tier's index "
+                                           "(pip install 'pytest-rag-harness[ray]')")
+    ray_.add_argument("dataset", help="a BEIR folder: a path, or a name under harness.data_dir")
+    ray_.add_argument("--config", default=None, help="configuration (default: ./wsop.yaml if present): "
+                      "harness.embedder, harness.index_uri, harness.index_storage_options")
+    ray_.add_argument("--workers", type=_at_least(1), default=2, help="actors in the encoding pool (one embedder each)")
+    ray_.add_argument("--batch", type=_at_least(1), default=256, help="passages per block sent to an actor")
+    ray_.add_argument("--address", default=None, help="a Ray cluster (ray://host:10001, or host:6379); default: "
+                      "RAY_ADDRESS, else a local Ray on this machine")
+    ray_.add_argument("--num-cpus", type=_at_least(1), default=None, help="CPUs of a local Ray (default: all)")
     tech = sub.add_parser("techniques", help="list the registered techniques with their parameters")
     tech.add_argument("--plugin", action="append", default=[], metavar="MODULE",
                       help="import MODULE first (one that registers techniques of its own); repeatable")
@@ -248,6 +298,8 @@ def main(argv: list[str] | None = None) -> int:
         return _eval(args)
     if args.cmd == "techniques":
         return _techniques(args)
+    if args.cmd == "ray-index":
+        return _ray_index(args)
     out = Path(args.output)
     out.parent.mkdir(parents=True, exist_ok=True)
     if args.cmd == "compare":

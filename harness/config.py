@@ -197,6 +197,11 @@ class SequentialSettings(_Strict):
 class HarnessSettings(_Strict):
     report_dir: Path = Path("reports")
     cache_dir: Path = Path(".cache/rag-harness")
+    # where the benchmark tier's LanceDB indexes live, one database per dataset (`<index_uri>/<dataset>`, table
+    # `corpus`): unset, `<cache_dir>/lancedb`; a local path or an object-store URI (`s3://bucket/prefix`, `gs://`,
+    # `az://`), opened with `index_storage_options` (credentials, region, endpoint). `ragharness ray-index` writes there
+    index_uri: str | None = None
+    index_storage_options: dict[str, str] = Field(default_factory=dict)
     data_dir: Path = Path("../shared/data")
     corpus: str = "cranfield"
     embedder: str = "all-MiniLM-L6-v2-onnx-int8"  # EMB-INT8-NDCG: within 0.005 nDCG@10 of the float model
@@ -212,6 +217,12 @@ class HarnessSettings(_Strict):
     def capped(self, n: int) -> int:
         """`n`, or `max_queries` when that is smaller (0 = no cap): the size of a study under --max-queries."""
         return min(n, self.max_queries) if self.max_queries else n
+
+    def index_db(self, dataset: str) -> str:
+        """The LanceDB database (a path or URI) that holds `dataset`'s index: `<index_uri or cache_dir/lancedb>/<dataset>`."""
+        if self.index_uri:
+            return f"{self.index_uri.rstrip('/')}/{dataset}"
+        return str(self.cache_dir / "lancedb" / dataset)
 
     def dataset_path(self, name: str | Path) -> Path:
         """A dataset setting as a folder: a path as given when absolute, else under `data_dir`."""

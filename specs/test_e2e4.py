@@ -36,7 +36,7 @@ def guarded(self, addr):
         raise OSError("network blocked")
     return _orig(self, addr)
 socket.socket.connect = guarded
-from harness.controls import apply_from_env
+from harness.plugin.controls import apply_from_env
 apply_from_env()  # a negative control the test runs under reaches this fresh interpreter too
 from harness.cli import main
 sys.exit(main(sys.argv[2:]))
@@ -54,8 +54,8 @@ _DRY_RUNS: dict = {}
 def dry_run(tmp_path_factory):
     """One dry run of all three experiments over the 150 queries, as a user runs it (the CLI in a fresh
     interpreter with no API keys, sockets refusing any non-loopback address); one per negative control in force
-    (harness.controls), shared by the tests otherwise."""
-    from harness.controls import active_control
+    (harness.plugin.controls), shared by the tests otherwise."""
+    from harness.plugin.controls import active_control
 
     key = active_control()
     if key not in _DRY_RUNS:

@@ -42,7 +42,7 @@ runner.append_result = append_then_hold
 
 CRASH_SCRIPT = textwrap.dedent("""
     import sys, time
-    from harness.controls import apply_from_env
+    from harness.plugin.controls import apply_from_env
     apply_from_env()
 """) + HOLD_AFTER + textwrap.dedent("""
     from harness.retrieval.embed import HashingEmbedder
@@ -121,7 +121,7 @@ _REAL_RUNS: dict = {}
 def real_run(tmp_path_factory, embedder):
     """Two runs with the real packaged embedder and the scripted model (first 20 queries); one pair per
     negative control in force, shared by the tests otherwise."""
-    from harness.controls import active_control
+    from harness.plugin.controls import active_control
 
     key = active_control()
     if key not in _REAL_RUNS:
@@ -192,7 +192,7 @@ def test_all_chunks_searchable(embedder, tmp_path, check):
 
 CONCURRENT_SCRIPT = textwrap.dedent("""
     import sys, time
-    from harness.controls import apply_from_env
+    from harness.plugin.controls import apply_from_env
     apply_from_env()
 """) + HOLD_AFTER + textwrap.dedent("""
     from harness.retrieval.embed import HashingEmbedder

@@ -36,7 +36,7 @@ specs:
 
 # as benchmarks/conftest.py does: one test instance per set found under --data-dir
 CONFTEST = """
-from harness._pytest_state import harness_config_of
+from harness.plugin.state import harness_config_of
 
 
 def pytest_generate_tests(metafunc):

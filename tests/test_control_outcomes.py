@@ -10,7 +10,7 @@ import pytest
 
 from tests.pytester_kit import new_project
 
-from harness.control_runs import _control_outcome, failure_kind
+from harness.plugin.control_runs import _control_outcome, failure_kind
 from harness.report.controls import control_lines, controls_html
 
 pytest_plugins = ["pytester"]
@@ -62,7 +62,7 @@ specs:
 
 CONFTEST = """
 import mathlib
-from harness.controls import control, replace_everywhere
+from harness.plugin.controls import control, replace_everywhere
 
 @control("demo-add-broken", breaks="add returns a + b + 1")
 def _off(mp):
@@ -163,7 +163,7 @@ def test_a_benchmark_test_failing_on_a_side_assert_is_not_killed_by_its_check(py
     new_project(pytester, BENCH)
     pytester.makepyfile(mylib="def compute():\n    return 1.0\n", conftest=textwrap.dedent("""
         import mylib
-        from harness.controls import control
+        from harness.plugin.controls import control
 
         @control("demo-study-inflated", breaks="the study's figure is five times too large")
         def _inflate(mp):

@@ -547,3 +547,15 @@ def test_binary_paired_effect_with_only_ties_cannot_be_decided():
     t = paired_effect([0.0] * 5, [0.0] * 5)  # not binary: the ties interval, ±(1 - 0.025^(1/5)) = ±0.522
     assert t.interval_method == "ties" and t.ci[1] == pytest.approx(1 - 0.025 ** 0.2)
     assert decide(t, ">=", 0.05, Decision("ci")).verdict == "inconclusive"
+
+
+def test_difference_interval_of_bounded_scores_stays_within_the_bounds():
+    """Three queries scoring 1, 0, 1 against 0, 1, 0 (differences 1, -1, 1): by hand the t interval is
+    1/3 ± t(0.975, 2)·sd/√3 = 1/3 ± 4.3027·1.1547/1.7321 = [-2.535, 3.202], past what a difference of 0..1 scores
+    can be; it is cut to [-1, 1]. Unbounded scores keep the t interval, and an interval inside the bounds is kept."""
+    e = paired_effect([1.0, 0.0, 1.0], [0.0, 1.0, 0.0])
+    assert e.ci == (-1.0, 1.0) and all(type(x) is float for x in e.ci)
+    assert paired_effect([1.0, 0.0, 1.0], [0.0, 1.0, 0.0], bounds=None).ci == pytest.approx((-2.5351, 3.2018),
+                                                                                             abs=1e-4)
+    assert paired_effect([0.5, 0.0, 0.5], [0.0, 0.5, 0.0], bounds=(0, 2)).ci == pytest.approx((-1.2676, 1.6009),
+                                                                                             abs=1e-4)

@@ -93,7 +93,7 @@ def test_judge_one_label_control_rules_without_the_model_and_zeroes_kappa(monkey
     """Under `judge-one-label` the judge calls every claim supported and asks no model: κ is exactly 0, so both
     κ claims of the first look read refuted."""
     from harness.catalogue import load_catalogue
-    from harness.controls import get_control
+    from harness.plugin.controls import get_control
     from harness.first_look import CLAIMS
     from harness.judge import LLMJudge
     from harness.judge.labelled import load_labelled_answers

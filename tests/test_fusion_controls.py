@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from harness.controls import get_control, restore_everywhere
+from harness.plugin.controls import get_control, restore_everywhere
 from harness.prompts import load_prompts, render
 from harness.stats.latency import interleaved_ratio
 from harness.techniques.generation import numbered_sources

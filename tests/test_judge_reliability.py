@@ -10,7 +10,7 @@ import re
 import pytest
 
 from harness.catalogue import PROTOCOL_CATALOGUE, load_catalogue
-from harness.controls import get_control, restore_everywhere
+from harness.plugin.controls import get_control, restore_everywhere
 from harness.judge import ClaimItem, JudgeReliability, LLMJudge, cohen_kappa
 from harness.judge.labelled import LabelledClaim
 from harness.judge.llm_judge import Ruling, perturbed

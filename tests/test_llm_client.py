@@ -158,7 +158,7 @@ def test_extract_json():
 def test_cassettes_never_hold_secrets(fake, tmp_path):
     import vcr as vcrpy
 
-    from harness.fixtures import configure_vcr
+    from harness.plugin.model_fixtures import configure_vcr
 
     server = fake([(200, "ok")])
     recorder = vcrpy.VCR(cassette_library_dir=str(tmp_path), record_mode="all")
@@ -193,7 +193,7 @@ def test_no_network_at_import_or_run(fake, tmp_path):
                 raise OSError("dns blocked in test: " + str(host))
             return _gai(host, *a, **k)
         socket.getaddrinfo = gai
-        import harness.pytest_plugin, harness.techniques.wsop, harness.retrieval.chunking
+        import harness.plugin.hooks, harness.techniques.wsop, harness.retrieval.chunking
         from harness.retrieval.chunking import default_tokenizer
         assert type(default_tokenizer()).__name__ == "Encoding"
         from harness.llm.client import LLMClient
@@ -288,7 +288,7 @@ def test_a_request_missing_from_the_cassette_says_how_to_re_record(tmp_path):
     absorb as a model failure) naming the re-record command."""
     import vcr as vcrpy
 
-    from harness.fixtures import REPLAY_API_BASE, configure_vcr
+    from harness.plugin.model_fixtures import REPLAY_API_BASE, configure_vcr
     from harness.llm.client import LLMClient, ReplayMiss
     from harness.techniques.fusion import generate_multi_queries
 

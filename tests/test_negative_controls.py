@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from harness.catalogue import PROTOCOL_CATALOGUE, load_catalogue
-from harness.controls import CONTROLS
+from harness.plugin.controls import CONTROLS
 from harness.first_look import CLAIMS as FIRST_LOOK_CLAIMS
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -29,7 +29,7 @@ FIRST_LOOK = load_catalogue([FIRST_LOOK_CLAIMS])  # the first look's own catalog
 def test_every_spec_names_a_registered_control_or_is_a_property():
     specs = [*CATALOGUE, *FIRST_LOOK]
     unknown = [f"{s.id}: {s.control}" for s in specs if s.control and s.control not in CONTROLS]
-    assert not unknown, f"controls not registered in harness.controls: {unknown}"
+    assert not unknown, f"controls not registered in harness.plugin.controls: {unknown}"
     missing = [s.id for s in specs if not s.control and s.kind != "property"]
     assert not missing, f"specs with neither a negative control nor kind: property: {missing}"
     unused = sorted(set(CONTROLS) - {s.control for s in specs})

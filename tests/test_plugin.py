@@ -64,7 +64,7 @@ def test_check_failure_message_names_id_value_threshold(project: pytest.Pytester
     result = project.runpytest_subprocess("--report-dir", "out")
     result.assert_outcomes(passed=1, failed=1)
     result.stdout.fnmatch_lines(["*SpecCheckFailed: DEMO-001 (A measured ratio stays below a bound): "
-                                 "measured ratio = 0.9, required < 0.7, n=12, model='scripted'*"])
+                                 "measured ratio = 0.9, required < 0.7, n=12, model=scripted*"])
     data = json.loads((project.path / "out" / "results.json").read_text())
     assert {r["id"]: r["verdict"] for r in data["specs"]}["DEMO-001"] == "fail"
 
@@ -220,7 +220,7 @@ def test_three_valued_verdicts_per_dataset(project: pytest.Pytester):
     junit = (project.path / "junit.xml").read_text()
     assert 'name="harness_verdict" value="CMP-001|b|inconclusive"' in junit
     html = (project.path / "out" / "index.html").read_text()
-    assert "forest plot" in html and "v-inconclusive" in html and "Provenance" in html
+    assert "on the metric's common axis" in html and "v-inconclusive" in html and "Provenance" in html
 
 
 def test_refuted_claim_fails_its_test(project: pytest.Pytester):
@@ -317,7 +317,7 @@ specs:
 
 CONTROLLED_CONFTEST = """
 import mathlib
-from harness.controls import control, replace_everywhere
+from harness.plugin.controls import control, replace_everywhere
 
 @control("demo-sum-off-by-one", breaks="add returns a + b + 1")
 def _off(mp):
@@ -387,7 +387,7 @@ def test_benchmark_controls_run_in_a_fresh_process_and_leave_the_real_study_alon
     pytester.makepyfile(mylib="def compute():\n    return 1.0\n")
     pytester.makeconftest(textwrap.dedent("""
         import mylib
-        from harness.controls import control
+        from harness.plugin.controls import control
 
         @control("demo-study-inflated", breaks="the study's figure is five times too large")
         def _inflate(mp):

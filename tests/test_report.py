@@ -31,14 +31,14 @@ def results(value: float, verdict: str = "pass") -> dict:
 
 def test_html_escapes_and_is_self_contained():
     html = render_html(results(0.5))
-    assert "<script" not in html and "&lt;script&gt;" in html
+    assert EVIL not in html and "&lt;script&gt;" in html and html.count("<script") == 1, "only the page's own script"
     assert not re.search(r"(src|href)=\"https?://", html), "no network assets"
     assert html.count("<svg") == 2, "retrieval bars and latency-ratio chart"
 
 
 def test_comparison_and_cli(tmp_path):
     html = render_comparison(results(0.5), results(0.8, "fail"))
-    assert "+0.3" in html and "<script" not in html
+    assert "+0.3" in html and EVIL not in html
     (tmp_path / "a.json").write_text(json.dumps(results(0.5)))
     (tmp_path / "b.json").write_text(json.dumps(results(0.8)))
     assert main(["compare", str(tmp_path / "a.json"), str(tmp_path / "b.json"), "-o", str(tmp_path / "c.html")]) == 0
@@ -66,7 +66,7 @@ def test_undefined_value_reads_n_a():
 
 def test_failed_check_message_is_not_repeated_as_a_note():
     data = results(0.5, "fail")
-    data["specs"][0]["message"] = "harness.pytest_plugin.SpecCheckFailed: DEMO-1 (t): measured m = 0.5, required < 1"
+    data["specs"][0]["message"] = "harness.plugin.hooks.SpecCheckFailed: DEMO-1 (t): measured m = 0.5, required < 1"
     assert "SpecCheckFailed" not in render_html(data)
     data["specs"][0]["message"] = "Skipped: dataset 'popqa' not found"
     assert "dataset &#x27;popqa&#x27; not found" in render_html(data)
@@ -79,15 +79,20 @@ def _comparative(verdict: str, value: float, ci: list, dataset: str = "d") -> di
             "datasets": [{"dataset": dataset, "verdict": verdict, "value": value, "ci": ci}]}
 
 
-def test_forest_plot_has_a_row_per_comparative_claim_and_dataset():
-    from harness.report.html import forest_plot
+def test_comparative_claims_share_one_axis_per_metric_with_zero_and_threshold():
+    """Two datasets of one claim on one axis: by hand, values 0.02, -0.2, CI ends -0.01, 0.05, -0.3, -0.1, threshold
+    0.05 and zero span [-0.3, 0.05]; padded by 5% (0.0175) the axis is [-0.3175, 0.0675], and on the 360 px plot
+    (10 px margins) zero sits at 10 + 0.3175 / 0.385 * 340 = 290.4 px, the threshold at 10 + 0.3675 / 0.385 * 340 = 334.5 px."""
+    from harness.report.html_claims import claims_first_screen, metric_axes
 
     row = _comparative("inconclusive", 0.02, [-0.01, 0.05])
     row["datasets"].append({"dataset": "e", "verdict": "refuted", "value": -0.2, "ci": [-0.3, -0.1]})
-    svg = forest_plot([row, {**_comparative("pass", 1.0, None), "comparative": False}])
-    assert svg.count("<circle") == 2 and "CMP-1 d" in svg and "CMP-1 e" in svg
-    assert "#c99700" in svg and "#c0392b" in svg  # inconclusive amber, refuted red
-    assert forest_plot([]) == ""
+    assert metric_axes([row])["m"] == pytest.approx((-0.3175, 0.0675))
+    html = claims_first_screen([row, {**_comparative("pass", 1.0, None), "id": "OTHER-1", "comparative": False}])
+    assert html.count("<circle") == 2 and html.count('class="zero" x1="290.4"') == 2
+    assert html.count('class="threshold" x1="334.5"') == 2
+    assert "#c99700" in html and "#c0392b" in html  # inconclusive amber, refuted red
+    assert html.index("<h2>Other claims</h2>") < html.index("OTHER-1")
 
 
 def test_compare_lists_verdict_transitions(tmp_path, capsys):

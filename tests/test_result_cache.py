@@ -39,7 +39,7 @@ def test_a_torn_file_is_recomputed(tmp_path):
 
 
 def test_a_negative_control_is_never_answered_from_the_cache(tmp_path, monkeypatch):
-    from harness.controls import ENV
+    from harness.plugin.controls import ENV
 
     key = cache_key(x=2)
     cached(tmp_path, "r", key, lambda: "real")

@@ -2,8 +2,9 @@
 from __future__ import annotations
 
 import math
+from itertools import chain
 from pathlib import Path
-from typing import Mapping
+from typing import Any, Callable, Mapping
 
 from harness.data.errors import DataError
 from harness.data.jsonl import SkipLog
@@ -24,9 +25,45 @@ def _rows(path: Path, ncols: int, skips: SkipLog, strict: bool, *, extra_ok: boo
             yield n, parts[:ncols]
 
 
+class _Irregular(Exception):
+    """A line the lean readers leave to the line-by-line ones (which report or skip it as their callers ask)."""
+
+
+def _lean(path: Path, ncols: int, key: int, value: int, convert: Callable[[str], Any]) -> dict[str, dict] | None:
+    """{qid: {docid: value}} read with one split per line when every line is regular (exactly `ncols` fields, no
+    comment, no repeated docid, a value `convert` takes); None at the first irregular one."""
+    out: dict[str, dict] = {}
+    last, docs = None, {}
+    try:
+        with path.open(encoding="utf-8") as fh:
+            for parts in map(str.split, fh):
+                if len(parts) != ncols:
+                    if parts:
+                        raise _Irregular
+                    continue
+                qid = parts[0]
+                if qid != last:  # a file lists a query's lines together: one lookup per query, not per line
+                    docs = out.get(qid)
+                    if docs is None:
+                        if qid.startswith("#"):
+                            raise _Irregular
+                        docs = out[qid] = {}
+                    last = qid
+                did = parts[key]
+                if did in docs:
+                    raise _Irregular
+                docs[did] = convert(parts[value])
+    except (_Irregular, ValueError):
+        return None
+    return out
+
+
 def read_trec_qrels(path: str | Path, *, strict: bool = True, skips: SkipLog | None = None) -> dict[str, dict[str, int]]:
     """`qid iter docid rel` lines -> {qid: {docid: rel}}, every judgement kept (<= 0 too), as trec_eval keeps them."""
     path, skips = Path(path), skips or SkipLog()
+    lean = _lean(path, 4, 2, 3, int)
+    if lean is not None:
+        return _judged(path, lean)
     out: dict[str, dict[str, int]] = {}
     for n, (qid, _it, did, rel) in _rows(path, 4, skips, strict, extra_ok=False):
         try:
@@ -66,6 +103,9 @@ def read_qrels(path: str | Path, *, strict: bool = True, skips: SkipLog | None =
 def read_trec_run(path: str | Path, *, strict: bool = True, skips: SkipLog | None = None) -> dict[str, dict[str, float]]:
     """`qid Q0 docid rank score tag` lines -> {qid: {docid: score}}; fields after the tag are ignored (trec_eval)."""
     path, skips = Path(path), skips or SkipLog()
+    lean = _lean(path, 6, 2, 4, float)
+    if lean and all(map(math.isfinite, chain.from_iterable(d.values() for d in lean.values()))):
+        return lean
     out: dict[str, dict[str, float]] = {}
     for n, (qid, _q0, did, _rank, score, _tag) in _rows(path, 6, skips, strict, extra_ok=True):
         try:

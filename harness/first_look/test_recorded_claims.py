@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from harness.controls import active_control
+from harness.control_env import active_control
 
 pytestmark = pytest.mark.vcr(allow_playback_repeats=True)  # identical claims: identical requests (same seed)
 CASSETTES = Path(__file__).resolve().parents[2] / "fixtures" / "cassettes"
@@ -89,7 +89,24 @@ def test_lexical_baseline_against_the_judge(judge_studies, recorded_llm, check):
              for name in (rel.judge, "lexical")}
     check("FIRST-LOOK-LEXICAL-BEATS-JUDGE", paired_effect(right["lexical"], right[rel.judge], binary=True, seed=1),
           **_judge_context(study, rel, recorded_llm), accuracy_lexical=float(right["lexical"].mean()),
-          accuracy_judge=float(right[rel.judge].mean()))
+          accuracy_judge=float(right[rel.judge].mean()), per_query=_rulings_table(study, rel.judge, right))
+
+
+def _rulings_table(study: Any, judge: str, right: dict[str, Any]) -> dict[str, Any]:
+    """Per labelled claim: whether the judge and the lexical baseline ruled as the hand label; for the best, worst
+    and median claim the question, the context and every ruling."""
+    from harness.report.per_query import per_query_context
+
+    ids = [f"{it.answer_id}/{k}" for k, it in enumerate(study.items)]
+    word = {True: "supported", False: "not supported", None: "failed ruling"}
+    return per_query_context(
+        ids, right[judge].tolist(), right["lexical"].tolist(), texts={q: it.item.claim for q, it in zip(ids, study.items)},
+        outputs={q: {"question": it.item.question, "context": it.item.context} for q, it in zip(ids, study.items)},
+        rulings={q: [{"judge": "hand label", "claim": it.item.claim, "verdict": word[it.supported]},
+                     *({"judge": name, "claim": it.item.claim, "verdict": word[study.first[name][k]]}
+                       for name in (judge, "lexical"))]
+                 for k, (q, it) in enumerate(zip(ids, study.items))},
+        baseline_label=f"{judge} agrees with the hand label", candidate_label="lexical agrees with the hand label")
 
 
 @pytest.mark.spec("FIRST-LOOK-HYDE-DIFFERS")

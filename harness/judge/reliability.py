@@ -18,7 +18,7 @@
 (None) is a verdict of its own that never equals a label, so it counts as a disagreement (κ over the ruled items
 alone is kept beside it as `kappa_ruled`). The judge is *unreliable* when κ < 0.4 (below "moderate" on Landis &
 Koch's 1977 scale, or undefined) or the flip rate exceeds 0.2; a claim that rests on such a judge cannot be
-supported (`hold_on_unreliable_judge`, which `harness.fixtures.check` applies to every check).
+supported (`hold_on_unreliable_judge`, which `harness.plugin.fixtures.check` applies to every check).
 """
 from __future__ import annotations
 

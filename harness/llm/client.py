@@ -8,7 +8,6 @@ import functools
 import json
 import threading
 import time
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Sequence, TypeVar
 
@@ -21,6 +20,9 @@ from harness.llm.cache import ResponseCache, cache_key
 from harness.llm.clock import REAL_CLOCK, Clock
 from harness.llm.failures import FatalModelError, fatal_error, fatal_kind
 from harness.llm.limits import RATE_WINDOW_FILE, AdaptiveLimit, RateWindow
+from harness.llm.prices import litellm_price
+from harness.llm.results import ClientStats, LLMError, LLMResult, ReplayMiss, StructuredOutputError, extract_json
+from harness.llm.retry import _cassette_miss, _retry_after, _retryable
 from harness.llm.meter import METER
 from harness.llm.spend import BudgetExhausted, Spend
 from harness.parallel import ordered_map
@@ -30,130 +32,6 @@ T = TypeVar("T", bound=BaseModel)
 __all__ = ["LLMClient", "LLMError", "LLMResult", "FatalModelError", "ReplayMiss", "StructuredOutputError",
            "extract_json", "litellm_price"]
 Messages = list[dict[str, str]]
-
-
-@dataclass
-class LLMResult:
-    text: str
-    model: str
-    prompt_tokens: int = 0
-    completion_tokens: int = 0
-    cost_usd: float | None = 0.0  # None: the model has no known price (declared in config or known to litellm)
-    latency_s: float = 0.0
-    cached: bool = False
-    attempts: int = 1
-
-
-class ReplayMiss(RuntimeError):
-    """A request that the recorded cassette does not hold. Not an LLMError: techniques never absorb it as a
-    model failure, so a replayed test fails and says how to re-record."""
-
-
-def _cassette_miss(exc: BaseException) -> bool:
-    seen: BaseException | None = exc
-    while seen is not None:
-        if type(seen).__name__ == "CannotOverwriteExistingCassetteException" or \
-                "Can't overwrite existing cassette" in str(seen):
-            return True
-        seen = seen.__cause__ or seen.__context__
-    return False
-
-
-class LLMError(RuntimeError):
-    """A call failed for good (after retries, or at once for non-retryable errors)."""
-
-    def __init__(self, message: str, *, attempts: int = 0, status_code: int | None = None):
-        super().__init__(message)
-        self.attempts, self.status_code = attempts, status_code
-
-
-class StructuredOutputError(LLMError):
-    """The model's output did not validate, even after one repair request; `raw` keeps its text."""
-
-    def __init__(self, message: str, raw: str, first_raw: str):
-        super().__init__(message)
-        self.raw, self.first_raw = raw, first_raw
-
-
-@dataclass
-class ClientStats:
-    calls: int = 0  # requests sent through litellm (cache hits excluded)
-    cache_hits: int = 0
-    retries: int = 0
-    rate_limited: int = 0  # 429 answers (each lowered the client's concurrency and waited for Retry-After)
-    failures: int = 0
-    prompt_tokens: int = 0
-    completion_tokens: int = 0
-    seconds: float = 0.0
-    sleeps: list[float] = field(default_factory=list)
-
-    @property
-    def tokens_per_second(self) -> float:
-        return self.completion_tokens / self.seconds if self.seconds else 0.0
-
-
-def _retry_after(exc: BaseException) -> float | None:
-    """Seconds from a 429's Retry-After header, where the exception carries the response."""
-    for holder in (getattr(exc, "response", None), exc):
-        headers = getattr(holder, "headers", None) or getattr(holder, "litellm_response_headers", None)
-        try:
-            value = headers.get("retry-after") if headers is not None else None
-            if value is not None:
-                return max(0.0, float(value))
-        except (AttributeError, TypeError, ValueError):
-            continue
-    return None
-
-
-def _retryable(exc: BaseException) -> tuple[bool, int | None]:
-    ll = litellm()
-    status = getattr(exc, "status_code", None)
-    transient = (ll.Timeout, ll.RateLimitError, ll.InternalServerError, ll.ServiceUnavailableError,
-                 ll.APIConnectionError)
-    if isinstance(exc, transient):
-        return True, status
-    if isinstance(status, int) and (status == 429 or status >= 500):
-        return True, status
-    return False, status
-
-
-def extract_json(text: str) -> str:
-    """The first balanced JSON object or array in `text` (tolerates prose and code fences around it)."""
-    starts = [i for i in (text.find("{"), text.find("[")) if i >= 0]
-    if not starts:
-        raise ValueError("no JSON object or array in the output")
-    start = min(starts)
-    opener = text[start]
-    closer = "}" if opener == "{" else "]"
-    depth, in_str, esc = 0, False, False
-    for i in range(start, len(text)):
-        ch = text[i]
-        if in_str:
-            esc = (ch == "\\") and not esc
-            if ch == '"' and not esc:
-                in_str = False
-            continue
-        if ch == '"':
-            in_str = True
-        elif ch == opener:
-            depth += 1
-        elif ch == closer:
-            depth -= 1
-            if depth == 0:
-                return text[start:i + 1]
-    raise ValueError("unbalanced JSON in the output")
-
-
-def litellm_price(model: str) -> ModelPrice | None:
-    """The model's price from litellm's bundled cost map (read locally, never fetched), None when it has none."""
-    try:
-        info = litellm().get_model_info(model)
-    except Exception:  # noqa: BLE001 - litellm raises for models it does not know
-        return None
-    inp, out = info.get("input_cost_per_token"), info.get("output_cost_per_token")
-    if inp is None or out is None:
-        return None
-    return ModelPrice(input_per_mtok=float(inp) * 1e6, output_per_mtok=float(out) * 1e6, source="litellm cost map")
 
 
 class LLMClient:

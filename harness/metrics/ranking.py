@@ -8,7 +8,9 @@ of `qrels` (queries absent from the run score 0, as `trec_eval -c`), in `sorted(
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Mapping, Sequence, Union
+from collections.abc import Mapping
+from itertools import chain, islice, repeat
+from typing import Callable, Sequence, Union
 
 import numpy as np
 
@@ -43,9 +45,102 @@ class RelevanceMatrix:
         return self.rels >= self.level
 
 
-def _judgement(grade: int | None) -> int:
-    """A hit's entry in `rels`: its grade, NOT_JUDGED when the qrels lack it, UNJUDGED when judged < 0."""
-    return NOT_JUDGED if grade is None else grade if grade >= 0 else UNJUDGED
+_MISSING = -(2 ** 62)  # the grade looked up for a hit the qrels do not list
+
+
+def _hits(run: RunLike, qids: list[str], depth: int) -> tuple[list, np.ndarray]:
+    """Each query's hits (a ranked sequence cut to `depth`) and its scores, higher first: a sequence's ranks are
+    scored 0, -1, -2, ... so that one sort serves both kinds of run."""
+    hits, scores = [], []
+    for q in qids:
+        h = run.get(q, ())
+        if isinstance(h, Mapping):
+            scores.append(h.values())
+        else:
+            h = list(islice(h, depth))
+            scores.append(range(0, -len(h), -1))
+        hits.append(h)
+    total = sum(map(len, hits))
+    return hits, np.fromiter(chain.from_iterable(scores), np.float64, total)
+
+
+def _nan_free(hits: list, scores: np.ndarray, starts: np.ndarray) -> None:
+    """Scores of a query holding a nan replaced (in place) by minus its rank in `order_run`'s order: a sort with nan
+    in it follows no order NumPy can reproduce."""
+    for row in np.unique(np.searchsorted(starts, np.flatnonzero(np.isnan(scores)), side="right") - 1):
+        rank = {d: i for i, d in enumerate(order_run(hits[row]))}
+        scores[starts[row]:starts[row] + len(hits[row])] = [-rank[d] for d in hits[row]]
+
+
+def _docid_ranks(names: list[str]) -> np.ndarray:
+    """Each docid's rank in Python's string order (NumPy's sort where it is the same: no NUL character)."""
+    try:
+        numpy_order = "\x00" not in "".join(names)
+    except TypeError:  # docids that are not all strings
+        numpy_order = False
+    if numpy_order:
+        return np.unique(np.array(names), return_inverse=True)[1].ravel().astype(np.int64)
+    order = {d: i for i, d in enumerate(sorted(set(names)))}
+    return np.fromiter(map(order.__getitem__, names), np.int64, len(names))
+
+
+def _sort_rows(key: np.ndarray, docs: Callable[[np.ndarray], list[str]]) -> np.ndarray:
+    """Each row's order: `key` ascending, nan (padding) last, equal keys by docid descending (trec_eval's order);
+    `docs` names the docids of cells (flat indices into `key`)."""
+    perm = np.argsort(key, axis=1)  # not stable: equal keys are put in docid order below
+    ranked = np.sort(key, axis=1)
+    same = ranked[:, 1:] == ranked[:, :-1]  # nan equals nothing: padding is never tied
+    if not same.any():
+        return perm
+    tied = np.zeros(perm.shape, dtype=bool)  # sorted cells whose key equals a neighbour's
+    tied[:, 1:] |= same
+    tied[:, :-1] |= same
+    cells = np.flatnonzero(tied)  # row-major, so each group of equal keys is one run of consecutive cells
+    after = np.zeros(perm.shape, dtype=bool)  # tied to the cell before it in the same group
+    after[:, 1:] = same
+    group = np.cumsum(~after.ravel()[cells])
+    placed = perm.take(cells)
+    names = docs(placed + cells // perm.shape[1] * perm.shape[1])
+    # within each group the higher docid first; the group's cells keep their places, their hits are reordered
+    np.put(perm, cells, placed[np.lexsort((-_docid_ranks(names), group))])
+    return perm
+
+
+def _ranked_rels(qrels: Qrels, run: RunLike, qids: list[str], depth: int) -> tuple[np.ndarray, np.ndarray]:
+    """`rels` (the judgement of each query's top `depth` hits, in trec_eval's order) and the hits counted."""
+    hits, scores = _hits(run, qids, depth)
+    lens = np.fromiter(map(len, hits), np.int64, len(hits))
+    starts = np.concatenate(([0], np.cumsum(lens)[:-1])).astype(np.int64) if len(lens) else lens
+    if np.isnan(scores).any():
+        _nan_free(hits, scores, starts)
+    grades = np.fromiter(chain.from_iterable(map(qrels[q].get, h, repeat(_MISSING)) for q, h in zip(qids, hits)),
+                         np.int64, len(scores))
+    rels = np.full((len(qids), depth), PAST_END, dtype=np.int64)
+    flat: list[str] = []  # every hit's docid, listed only when some scores tie
+
+    def docids(idx: np.ndarray) -> Callable[[np.ndarray], list[str]]:
+        def pick(cells: np.ndarray) -> list[str]:
+            if not flat:
+                flat.extend(chain.from_iterable(hits))
+            return [flat[i] for i in idx.ravel()[cells].tolist()]
+        return pick
+
+    # rows padded to the longest of their size class (lengths within a factor of 2), so padding at most doubles work
+    size_class = np.ceil(np.log2(np.maximum(lens, 1))).astype(np.int64)
+    for c in np.unique(size_class[lens > 0]):
+        rows = np.flatnonzero((size_class == c) & (lens > 0))
+        width = int(lens[rows].max())
+        idx = starts[rows, None] + np.arange(width)
+        pad = np.arange(width) >= lens[rows, None]
+        idx[pad] = 0
+        key = -scores[idx]
+        key[pad] = np.nan
+        top = _sort_rows(key, docids(idx))[:, :depth]
+        graded = grades[np.take_along_axis(idx, top, axis=1)]
+        graded = np.where(graded == _MISSING, NOT_JUDGED, np.where(graded < 0, UNJUDGED, graded))
+        graded[pad[:, :top.shape[1]]] = PAST_END  # padding sorts last: a row's hits fill its first cells
+        rels[rows, :top.shape[1]] = graded
+    return rels, np.minimum(lens, depth).astype(np.float64)
 
 
 def relevance_matrix(qrels: Qrels, run: RunLike, depth: int, level: int = 1) -> RelevanceMatrix:
@@ -53,26 +148,24 @@ def relevance_matrix(qrels: Qrels, run: RunLike, depth: int, level: int = 1) -> 
     if level < 0:
         raise ValueError(f"relevance level must be >= 0, got {level}")
     qids = sorted(qrels)
+    rels, n_ret = _ranked_rels(qrels, run, qids, depth)
+    judged = [qrels[q] for q in qids]
+    per_query = np.fromiter(map(len, judged), np.int64, len(judged))
+    grades = np.fromiter(chain.from_iterable(j.values() for j in judged), np.int64, int(per_query.sum()))
+    row = np.repeat(np.arange(len(qids)), per_query)
+    n_rel = np.bincount(row[grades >= level], minlength=len(qids)).astype(np.float64)
+    width = max(int(grades.max()) if len(grades) else 0, 0) + 1
+    graded = grades >= 0
+    counts = np.bincount(row[graded] * width + grades[graded], minlength=len(qids) * width).reshape(len(qids), width)
+    positive = grades > 0
+    order = np.lexsort((-grades[positive], row[positive]))
+    g, r = grades[positive][order], row[positive][order]
+    rank = np.arange(len(r)) - np.searchsorted(r, r)
+    keep = rank < depth
     ideal = np.zeros((len(qids), depth), dtype=np.float64)
-    rels = np.full((len(qids), depth), PAST_END, dtype=np.int64)
-    n_rel = np.zeros(len(qids), dtype=np.float64)
-    n_ret = np.zeros(len(qids), dtype=np.float64)
-    top = max((g for q in qids for g in qrels[q].values()), default=0)
-    counts = np.zeros((len(qids), max(top, 0) + 1), dtype=np.int64)
-    for i, q in enumerate(qids):
-        judged = qrels[q]
-        hits = run.get(q, [])
-        ranked = order_run(hits) if isinstance(hits, Mapping) else list(hits)
-        ranked = ranked[:depth]
-        n_ret[i] = len(ranked)
-        rels[i, : len(ranked)] = [_judgement(judged.get(d)) for d in ranked]
-        positive = sorted((g for g in judged.values() if g > 0), reverse=True)
-        n_rel[i] = sum(g >= level for g in judged.values())
-        ideal[i, : min(depth, len(positive))] = positive[:depth]
-        counts[i] = np.bincount(np.array([g for g in judged.values() if g >= 0], dtype=np.int64),
-                                minlength=counts.shape[1])
+    ideal[r[keep], rank[keep]] = g[keep]
     gains = np.maximum(rels, 0).astype(np.float64)
-    return RelevanceMatrix(qids, gains, n_rel, ideal, n_ret, rels, counts, level)
+    return RelevanceMatrix(qids, gains, n_rel, ideal, n_ret, rels, counts.astype(np.int64), level)
 
 
 def _safe_div(a: np.ndarray, b: np.ndarray) -> np.ndarray:

@@ -183,7 +183,7 @@ def evaluate(qrels: Qrels, run: RunLike, measures: Iterable[str | Measure], *, l
     if not ms:
         return {}
     depth = max((m.k for m in ms if m.k is not None), default=0)
-    if any(m.k is None or m.name in TREC_METRICS for m in ms):
+    if any(m.k is None or not m._in_matrix_family for m in ms):  # trec_eval's measures read every hit
         depth = max(depth, _whole_depth(qrels, run))
     mat = relevance_matrix(qrels, run, depth, level)
     return {str(m): m.values(mat) for m in ms}

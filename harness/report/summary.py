@@ -22,6 +22,7 @@ from typing import Any
 
 from harness.catalogue import Catalogue, Spec
 from harness.report.collector import Collector
+from harness.report.per_query import read_per_query
 from harness.stats.effect import Effect
 from harness.stats.verdict import below_min_n, decide
 
@@ -67,7 +68,7 @@ def _entry(spec: Spec, rec: dict[str, Any]) -> dict[str, Any]:
         "nodeid": rec.get("nodeid"),
         "fallback_rate": ctx.get("fallback_rate"), "error_rate": ctx.get("error_rate"),
         "sequential": ctx.get("sequential"), "queries_used": ctx.get("queries_used"),
-        "confidence": eff.get("confidence"),
+        "confidence": eff.get("confidence"), "per_query": read_per_query(ctx.get("per_query")),
         "_record": rec,
     }
 

@@ -5,14 +5,15 @@ import json
 import os
 import platform
 import subprocess
-import tempfile
 import time
+import uuid
 from pathlib import Path
 from typing import Any
 
 from harness.catalogue import Catalogue
 from harness.report.collector import Collector, jsonable
 from harness.report.html import render_html
+from harness.report.per_query import read_per_query
 from harness.report.summary import spec_rows
 from harness.report.timing import timing_section
 
@@ -40,7 +41,7 @@ def build_results(collector: Collector, catalogue: Catalogue, *, root: Path,
                 "markexpr": markexpr},
         "provenance": build_provenance(collector, root),
         "specs": specs,
-        "checks": sorted(collector.checks(), key=key),
+        "checks": sorted((_slim_check(c) for c in collector.checks()), key=key),
         "measures": sorted(collector.measures(), key=key),
         "tests": sorted(collector.outcomes.values(), key=lambda o: o["nodeid"]),
         "controls": sorted(collector.controls.values(), key=lambda c: c["nodeid"]),
@@ -78,14 +79,24 @@ def add_holm(rows: list[dict[str, Any]], alpha: float = 0.05) -> None:
 
 
 def _atomic_write(path: Path, text: str) -> None:
-    """Write via a temp file and rename, so a crash never leaves a half-written report."""
+    """Write via a temp file and rename, so a crash never leaves a half-written report; the file gets the mode
+    an ordinary new file gets (0666 less the umask, e.g. 0644), not a temp file's 0600."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
+    tmp = path.parent / f".{path.name}.{os.getpid()}.{uuid.uuid4().hex}"
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
     with os.fdopen(fd, "w", encoding="utf-8") as fh:
         fh.write(text)
         fh.flush()
         os.fsync(fh.fileno())
     os.replace(tmp, path)
+
+
+def _slim_check(rec: dict[str, Any]) -> dict[str, Any]:
+    """A check as results.json lists it: a per-query table is kept once, in its spec row's dataset entry."""
+    ctx = rec.get("context") or {}
+    if read_per_query(ctx.get("per_query")) is None:
+        return rec
+    return {**rec, "context": {**ctx, "per_query": "see specs[].datasets[].per_query"}}
 
 
 def write_results(results: dict[str, Any], report_dir: Path) -> list[Path]:

@@ -142,6 +142,9 @@ def paired_effect(candidate: Sequence[float], baseline: Sequence[float], *, rela
         else:
             sd = float(d.std(ddof=1)) if n > 1 else float("nan")
             ci = _interval(d, method, confidence, n_resamples, seed)
+            if bounds:  # a mean difference of bounded scores lies within ±(max - min): no interval runs past it
+                w = float(bounds[1] - bounds[0])
+                ci = (max(float(ci[0]), -w), min(float(ci[1]), w))
         att = (bounds[0] - mb, bounds[1] - mb) if bounds and n else None
         return Effect(kind, est, ci, n, sd, attainable=att, **common)
     if n == 0 or mb == 0.0:

@@ -16,7 +16,9 @@ from harness.retrieval.rank_fusion import RRF_K, reciprocal_rank_fusion
 from harness.types import Chunk, Document, Hit
 
 _MANIFEST = "_rag_harness_manifest"
-ANN_MIN_ROWS = 100_000  # tables at least this large get an IVF-PQ index (benchmarks/test_ann_million.py)
+# tables at least this large get an IVF-PQ index: per query it beats exact search from ~3e4 rows, but its build is
+# repaid only after ~16k queries at 1e5 rows (README, "Where the threshold comes from"; ann_probe)
+ANN_MIN_ROWS = 100_000
 _WORD = re.compile(r"\w+", re.UNICODE)
 
 
@@ -66,11 +68,13 @@ def fts_query(text: str) -> str:
 class LanceStore:
     """One LanceDB table of (id, text, metadata, vector) with a full-text index on `text`."""
 
-    def __init__(self, uri: str | Path, table: str = "chunks", *, ann_threshold: int = ANN_MIN_ROWS):
+    def __init__(self, uri: str | Path, table: str = "chunks", *, ann_threshold: int = ANN_MIN_ROWS,
+                 storage_options: dict[str, str] | None = None):
         self.uri = str(uri)
         self.table_name = table
         self.ann_threshold = ann_threshold
-        self.db = _lancedb().connect(self.uri)
+        self.storage_options = dict(storage_options or {})  # object-store settings (credentials, region, endpoint)
+        self.db = _lancedb().connect(self.uri, storage_options=self.storage_options or None)
         self._table = None
         self.last_stats: IndexStats | None = None  # what the latest `index()` did
         self.ann: Any = None  # harness.retrieval.index.ann.Tuned once `tune_ann` measured its recall

@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from harness._pytest_state import CONTROL_KEY, ISOLATED_KEY, bound_spec, harness_config_of, tiers_of
+from harness.plugin.state import CONTROL_KEY, ISOLATED_KEY, bound_spec, harness_config_of, tiers_of
 from harness.catalogue import Spec
 from harness.report.summary import NOT_KILLED_BY_CHECK
 
@@ -24,7 +24,7 @@ def run_under_control(item: pytest.Item, spec_: Spec) -> dict[str, Any]:
     real run's reports as a PROP_CONTROL property)."""
     from _pytest.runner import runtestprotocol
 
-    from harness.controls import ENV, get_control, restore_everywhere
+    from harness.plugin.controls import ENV, get_control, restore_everywhere
 
     tiers = sorted(tiers_of(item))
     out: dict[str, Any] = {"spec_id": spec_.id, "control": spec_.control or None, "nodeid": item.nodeid,
@@ -132,7 +132,7 @@ def _isolated_outcome(item: pytest.Item, spec_: Spec, ctl: Any) -> dict[str, Any
         child = json.loads(results.read_text()) if results.exists() else {}
         rows = {r["id"]: r for r in child.get("specs", [])}
         cache[ctl.name] = (rows, (proc.stdout[-1500:] + proc.stderr[-500:]).strip())
-        from harness._pytest_timing import record_control
+        from harness.plugin.timing import record_control
 
         record_control(item, ctl.name, wall, child)
     rows, tail = cache[ctl.name]

@@ -10,7 +10,7 @@ from typing import Any, Generator
 
 import pytest
 
-from harness._pytest_state import CONTROL_KEY, PROP_RECORD
+from harness.plugin.state import CONTROL_KEY, PROP_RECORD
 from harness.llm.meter import COUNTS, METER
 from harness.report.collector import jsonable
 from harness.report.timing import SpanRecorder

@@ -1,4 +1,5 @@
-"""Thin pytest fixtures over the library; heavy imports happen inside, so `pytest -m unit` stays light."""
+"""Thin pytest fixtures over the library: configuration, spec, check and measure, retrieval (models, techniques and
+record/replay: `harness.plugin.model_fixtures`); heavy imports happen inside, so `pytest -m unit` stays light."""
 from __future__ import annotations
 
 import dataclasses
@@ -6,28 +7,22 @@ import json
 import math
 import os
 from pathlib import Path
-from typing import Any, Callable, Iterator
+from typing import Any, Callable
 
 import pytest
 
-from harness._pytest_state import (
+from harness.plugin.state import (
     CONTROL_KEY, PROP_RECORD, PROP_VERDICT, SpecCheckFailed, SpecInconclusive, catalogue_of, estimating,
-    harness_config_of, spend_of, tiers_of,
+    harness_config_of, tiers_of,
 )
 from harness.catalogue import Catalogue, Spec
 from harness.report.collector import jsonable
 from harness.config import HarnessConfig
 
-__all__ = ["spec", "check", "check_sequential", "measure", "harness_config", "catalogue", "judges", "embedder", "hashing_embedder", "make_index", "beir_dataset", "corpus",
-           "qa_set", "mcq_set",
-           "index", "retriever",
-           "reranker", "llm", "local_llm_server", "scripted_llm", "recorded_llm", "technique_services",
-           "make_technique"]
+__all__ = ["spec", "check", "check_sequential", "measure", "harness_config", "catalogue", "embedder",
+           "hashing_embedder", "make_index", "beir_dataset", "corpus", "qa_set", "mcq_set", "index", "retriever",
+           "reranker"]
 
-SECRET_HEADERS = ("authorization", "api-key", "x-api-key", "openai-api-key", "anthropic-api-key", "x-goog-api-key",
-                  "cookie", "set-cookie", "proxy-authorization")
-SECRET_PARAMS = ("key", "api_key", "apikey", "access_token", "token")
-REPLAY_API_BASE = "http://127.0.0.1:8765/v1"
 
 
 @pytest.fixture(scope="session")
@@ -131,7 +126,9 @@ def check(request: pytest.FixtureRequest) -> Callable[..., Any]:
             return value
         shown_v = record["value"]
         shown = f"{shown_v:.6g}" if isinstance(shown_v, float) and not math.isnan(shown_v) else repr(shown_v)
-        extra = "".join(f", {k}={v!r}" for k, v in context.items() if k in ("n", "ci", "p_value", "model", "dataset"))
+        from harness.report.html_format import plain  # numbers as plain numbers, not numpy reprs
+
+        extra = "".join(f", {k}={plain(v)}" for k, v in context.items() if k in ("n", "ci", "p_value", "model", "dataset"))
         head = f"{s.id} ({s.title}): measured {s.metric} = {shown}, required {s.comparator} {s.threshold!r}{extra}"
         if verdict == "inconclusive":
             raise SpecInconclusive(f"inconclusive (--strict-verdicts): {head}; {record['decided']['reason']}")
@@ -307,7 +304,8 @@ def persistent_index(dataset: Any, embedder: Any, harness_config: HarnessConfig)
     the store's `last_stats` says what indexing did."""
     from harness.retrieval.index.lancedb_store import LanceStore
 
-    store = LanceStore(harness_config.harness.cache_dir / "lancedb" / dataset.name, "corpus")
+    h = harness_config.harness
+    store = LanceStore(h.index_db(dataset.name), "corpus", storage_options=h.index_storage_options)
     store.index(list(dataset.corpus.values()), embedder)
     return store
 
@@ -329,9 +327,10 @@ def crag_backends(qa: Any, embedder: Any, harness_config: HarnessConfig):
         return persistent_index(qa, embedder, harness_config), Services(harness_config).require("web"), None
     sim = withhold_gold(qa.corpus, qa.qrels, share=d.crag_withheld_share, seed=harness_config.harness.seed)
     key = f"{qa.name}-withheld-{d.crag_withheld_share:g}-seed{sim.seed}"
-    internal = LanceStore(harness_config.harness.cache_dir / "lancedb" / key, "internal")
+    h = harness_config.harness
+    internal = LanceStore(h.index_db(key), "internal", storage_options=h.index_storage_options)
     internal.index(sim.internal, embedder)
-    web = LanceStore(harness_config.harness.cache_dir / "lancedb" / key, "web")
+    web = LanceStore(h.index_db(key), "web", storage_options=h.index_storage_options)
     web.index(sim.web, embedder)
     return internal, LocalWebSearch(Retriever(web, embedder, "bm25"), domain="simulated-web.local"), sim
 
@@ -355,232 +354,3 @@ def reranker(embedder, harness_config: HarnessConfig):
     from harness.retrieval.rerank import make_reranker
 
     return make_reranker(harness_config.harness.reranker, embedder)
-
-
-# ---------------------------------------------------------------- LLMs
-@pytest.fixture(scope="session")
-def local_llm_server(request: pytest.FixtureRequest, harness_config: HarnessConfig) -> Iterator[Any]:
-    """Start the embedded local model on a free loopback port for the session (local/* models only)."""
-    from harness.llm.local import LocalModelServer
-
-    model = harness_config.harness.llm.model
-    if not model.startswith("local/") or estimating(request.config):  # a cost estimate calls no model
-        yield None
-        return
-    log = harness_config.harness.report_dir / "llama_server.log"
-    log.parent.mkdir(parents=True, exist_ok=True)
-    with LocalModelServer(model.split("/", 1)[1], log_path=log,
-                          parallel=harness_config.harness.llm.local_parallel,
-                          n_threads=harness_config.harness.llm.local_threads) as server:
-        yield server
-
-
-@pytest.fixture(scope="session")
-def llm(pytestconfig: pytest.Config, harness_config: HarnessConfig, local_llm_server):
-    """The LLM for the benchmark tier: `--llm MODEL` (any litellm string) or the embedded local model; under
-    `--estimate-cost` a stand-in for it that counts tokens and calls nothing."""
-    s = harness_config.harness.llm
-    cache = _response_cache(harness_config)
-    from harness import provenance
-
-    if estimating(pytestconfig):
-        provenance.note_model(s.model, traffic="none (cost estimate)", role="llm")
-        return _client(pytestconfig, harness_config, s.model, cache=None)
-    traffic = "live+cache" if cache is not None else "live"
-    if local_llm_server is not None:
-        provenance.note_model(s.model, traffic=traffic, role="llm", served="local llama.cpp server")
-        return _client(pytestconfig, harness_config, s.model, model=local_llm_server.litellm_model, cache=cache,
-                       api_base=local_llm_server.api_base, api_key="sk-local")
-    provenance.note_model(s.model, traffic=traffic, role="llm")
-    return _client(pytestconfig, harness_config, s.model, cache=cache)
-
-
-def _response_cache(harness_config: HarnessConfig) -> Any:
-    """The run's LLM response cache (under the cache dir), or None when `harness.llm.cache` is off."""
-    from harness.llm.cache import ResponseCache
-
-    h = harness_config.harness
-    return ResponseCache(h.cache_dir / "llm") if h.llm.cache else None
-
-
-def _client(pytestconfig: pytest.Config, harness_config: HarnessConfig, label: str, **kw: Any) -> Any:
-    """A client for the model `label` with the run's LLM settings, recording into the session's spend (and held
-    to its cap); under `--estimate-cost` the stand-in that counts instead of calling."""
-    from harness.llm.client import LLMClient
-
-    s = harness_config.harness.llm
-    spend = spend_of(pytestconfig)
-    if estimating(pytestconfig):
-        from harness.llm.estimate import EstimatingClient, stand_in_responder
-
-        return EstimatingClient(label, stand_in_responder(), spend=spend, price=s.price_for(label),
-                                concurrency=s.concurrency_for(label))
-    try:
-        return LLMClient.from_settings(s, label, spend=spend, **kw)
-    except ValueError as exc:  # --max-cost on a model with no price
-        raise pytest.UsageError(f"rag-harness: {exc}") from None
-
-
-@pytest.fixture(scope="session")
-def judges(request: pytest.FixtureRequest, pytestconfig: pytest.Config, harness_config: HarnessConfig) -> list[Any]:
-    """The LLM judges of answer-level metrics (`--judge MODEL`, repeatable; default the run's LLM), each a
-    `harness.judge.LLMJudge` over a client whose calls count as role "judge" (apart from the pipeline's spend)
-    and go through the response cache. A local/* judge other than the run's LLM gets its own llama.cpp server."""
-    from harness import provenance
-    from harness.judge import LLMJudge
-
-    h = harness_config.harness
-    models = list(dict.fromkeys(h.judge.models)) or [h.llm.model]
-    cache = _response_cache(harness_config)
-    out = []
-    for model in models:
-        if model == h.llm.model:
-            client = request.getfixturevalue("llm")
-        elif model.startswith("local/") and not estimating(pytestconfig):
-            from harness.llm.local import LocalModelServer
-
-            server = LocalModelServer(model.split("/", 1)[1], log_path=h.report_dir / "llama_server_judge.log",
-                                      parallel=h.llm.local_parallel, n_threads=h.llm.local_threads).start()
-            request.addfinalizer(server.stop)
-            client = _client(pytestconfig, harness_config, model, model=server.litellm_model, cache=cache,
-                             api_base=server.api_base, api_key="sk-local")
-        else:
-            client = _client(pytestconfig, harness_config, model, cache=cache)
-        provenance.note_model(model, traffic="live+cache" if cache is not None else "live", role="judge")
-        out.append(LLMJudge(client.with_role("judge"), temperature=h.judge.temperature, seed=h.judge.seed,
-                            recheck_temperature=h.judge.recheck_temperature, recheck_prompt=h.judge.recheck_prompt))
-    return out
-
-
-@pytest.fixture
-def scripted_llm() -> Callable[..., Any]:
-    """`scripted_llm(table_or_function, name=...)` -> an LLMClient over a deterministic scripted model."""
-    from harness.llm.client import LLMClient
-    from harness.llm.scripted import by_kind, register
-
-    def _make(responder, name: str = "default", **kw: Any):
-        from harness import provenance
-
-        fn = by_kind(responder) if isinstance(responder, dict) else responder
-        provenance.note_model(f"scripted/{name}", traffic="scripted", role="llm")
-        return LLMClient(register(name, fn), **kw)
-
-    return _make
-
-
-# ---------------------------------------------------------------- techniques
-@pytest.fixture(scope="session")
-def technique_services(request: pytest.FixtureRequest, harness_config: HarnessConfig):
-    """The configured services for building techniques, each made on first use (the LLM server starts only
-    for a technique that calls the LLM). Benchmarks override `retriever`/`web` for their dataset."""
-    from harness.techniques.registry import Services
-
-    def lazy(name: str) -> Callable[[], Any]:
-        return lambda: request.getfixturevalue(name)
-
-    return Services(harness_config, factories={"llm": lazy("llm"), "embedder": lazy("embedder"),
-                                               "reranker": lazy("reranker")},
-                    llm_for=lambda model: _llm_for(request.config, harness_config, model))
-
-
-def _llm_for(pytestconfig: pytest.Config, harness_config: HarnessConfig, model: str) -> Any:
-    """A client for a technique's own model setting (e.g. `wsop.hyde.llm`), with the run's LLM settings."""
-    from harness import provenance
-
-    provenance.note_model(model, traffic="none (cost estimate)" if estimating(pytestconfig) else "live",
-                          role="technique llm")
-    return _client(pytestconfig, harness_config, model, cache=_response_cache(harness_config))
-
-
-@pytest.fixture(scope="session")
-def make_technique(pytestconfig: pytest.Config, technique_services) -> Callable[..., Any]:
-    """`make_technique(role, services=None, **params)` -> the technique that answers for `role` (a built-in
-    name such as "hyde", or the technique `--technique role=NAME` names), built through the registry with
-    the configuration's parameters, then `params`."""
-    from harness.techniques.registry import build_technique
-
-    chosen = technique_choices(pytestconfig)
-
-    def _make(role: str, services: Any = None, **params: Any):
-        import dataclasses
-
-        name = chosen.get(role, role)
-        svc = technique_services if services is None else services
-        if services is not None and not services.factories:
-            svc = dataclasses.replace(services, factories=technique_services.factories,
-                                      llm_for=services.llm_for or technique_services.llm_for)
-        from harness import provenance
-
-        tech = build_technique(name, svc, params)
-        provenance.note_technique(role, tech.name, tech.label)
-        return tech
-
-    return _make
-
-
-def technique_choices(config: pytest.Config) -> dict[str, str]:
-    """`--technique ROLE=NAME` options as {role: name}; an unknown name is a usage error listing the registered."""
-    from harness.techniques.registry import technique_names
-
-    out: dict[str, str] = {}
-    for opt in config.getoption("technique", default=None) or []:
-        role, sep, name = opt.partition("=")
-        if not sep or not role or not name:
-            raise pytest.UsageError(f"--technique {opt!r}: expected ROLE=NAME, e.g. --technique hyde=my-hyde")
-        if name not in technique_names():
-            raise pytest.UsageError(f"--technique {opt!r}: no technique named {name!r} is registered "
-                                    f"(registered: {', '.join(technique_names())})")
-        out[role] = name
-    return out
-
-
-# ---------------------------------------------------------------- record / replay
-def configure_vcr(vcr: Any) -> None:
-    """Defaults for every cassette: secrets never reach it, and matching ignores host and port so a
-    cassette recorded against a local server on any port replays anywhere."""
-    vcr.filter_headers = [(h, "REDACTED") for h in SECRET_HEADERS]
-    vcr.filter_query_parameters = [(p, "REDACTED") for p in SECRET_PARAMS]
-    vcr.before_record_request = scrub_request
-    vcr.before_record_response = scrub_response
-    vcr.match_on = ("method", "scheme", "path", "body")
-    vcr.decode_compressed_response = True
-
-
-def scrub_request(request: Any) -> Any:
-    """Drop the local server's readiness probe; redact secret headers of everything else."""
-    if request.method == "GET" and request.path.endswith("/v1/models"):
-        return None
-    for h in list(request.headers):
-        if h.lower() in SECRET_HEADERS:
-            request.headers[h] = "REDACTED"
-    return request
-
-
-def scrub_response(response: dict[str, Any]) -> dict[str, Any]:
-    headers = response.get("headers", {})
-    for h in list(headers):
-        if h.lower() in SECRET_HEADERS:
-            headers[h] = ["REDACTED"]
-    return response
-
-
-@pytest.fixture
-def recorded_llm(request: pytest.FixtureRequest, harness_config: HarnessConfig):
-    """For `@pytest.mark.vcr` tests: replays cassettes of the local model; with `--record-mode` other than
-    `none` it starts the local model and records fresh traffic."""
-    from harness.llm.client import LLMClient
-    from harness.llm.local import LocalModelServer
-
-    from harness import provenance
-
-    mode = request.config.getoption("record_mode", default="none") or "none"
-    alias = "smollm2-135m-instruct"
-    provenance.note_model(f"local/{alias}", traffic="replayed" if mode == "none" else f"live (recording: {mode})",
-                          role="llm")
-    if mode == "none":
-        return LLMClient(f"openai/{alias}", api_base=REPLAY_API_BASE, api_key="sk-local", label=f"local/{alias}",
-                         max_attempts=1, price=harness_config.harness.llm.price_for(f"local/{alias}"))
-    server = LocalModelServer(alias).start()
-    request.addfinalizer(server.stop)
-    return LLMClient(server.litellm_model, api_base=server.api_base, api_key="sk-local", label=f"local/{alias}",
-                     max_attempts=1, price=harness_config.harness.llm.price_for(f"local/{alias}"))

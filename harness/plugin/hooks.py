@@ -1,7 +1,8 @@
 """The rag-harness pytest plugin: tiers, spec binding, `check`, catalogue coverage and reports.
 
 Registered through the `pytest11` entry point, so any project that installs rag-harness gets
-its markers, options and fixtures. Hooks live here; fixtures live in `harness.fixtures`.
+its markers, options and fixtures. Collection, binding and run hooks live here; fixtures in
+`harness.plugin.fixtures`; the report and the terminal summary in `harness.plugin.reports`.
 """
 from __future__ import annotations
 
@@ -12,15 +13,17 @@ from typing import Any
 
 import pytest
 
-from harness._pytest_options import DEFAULT_SPEC_FILES
+from harness.plugin.options import DEFAULT_SPEC_FILES
 from harness.catalogue import CatalogueError, load_project_catalogue
 from harness.config import ConfigError, load_config
-from harness._pytest_state import (  # noqa: F401 - SpecCheckFailed / SpecInconclusive re-exported
+from harness.plugin.state import (  # noqa: F401 - SpecCheckFailed / SpecInconclusive re-exported
     CATALOGUE_KEY, COLLECTOR_KEY, CONFIG_KEY, CONTROL_KEY, ISOLATED_KEY, PROP_BUDGET, PROP_CONTROL, PROP_FATAL,
-    PROP_RECORD, PROP_SPECS, PROP_VERDICT, RESULTS_KEY, SPEND_KEY, SpecCheckFailed, SpecInconclusive,
-    bound_spec as _bound_spec, catalogue_of, estimating, harness_config_of, spend_of, tiers_of as _tiers,
+    PROP_RECORD, PROP_SPECS, PROP_VERDICT, SPEND_KEY, SpecCheckFailed, SpecInconclusive,
+    bound_spec as _bound_spec, catalogue_of, estimating, spend_of, tiers_of as _tiers,
 )
-from harness.fixtures import *  # noqa: F401,F403  (fixtures are registered by being in this namespace)
+from harness.plugin.fixtures import *  # noqa: F401,F403  (fixtures are registered by being in this namespace)
+from harness.plugin.model_fixtures import *  # noqa: F401,F403
+from harness.plugin.reports import ReportHooks, record_benchmark
 from harness.report.collector import Collector, jsonable
 
 
@@ -85,7 +88,7 @@ def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "benchmark: real data and live/local models; writes the report.")
     config.addinivalue_line("markers", "spec(*ids): bind a test to catalogue spec ids; the test is parametrised over them.")
 
-    from harness._pytest_options import check_models, check_options, project_spec_paths
+    from harness.plugin.options import check_models, check_options, project_spec_paths
 
     check_options(config)
     rootpath = config.rootpath
@@ -124,9 +127,12 @@ def pytest_configure(config: pytest.Config) -> None:
         hc.harness.data_dir = (rootpath / hc.harness.data_dir).resolve()
     if not hc.harness.cache_dir.is_absolute():
         hc.harness.cache_dir = rootpath / hc.harness.cache_dir
+    uri = hc.harness.index_uri
+    if uri and "://" not in uri and not Path(uri).is_absolute():
+        hc.harness.index_uri = str(rootpath / uri)
     config.stash[CONFIG_KEY] = hc
     config.stash[COLLECTOR_KEY] = Collector()
-    from harness._pytest_timing import TimingHooks
+    from harness.plugin.timing import TimingHooks
 
     if not config.pluginmanager.has_plugin("rag-harness-timing"):
         config.pluginmanager.register(TimingHooks(), "rag-harness-timing")
@@ -189,7 +195,7 @@ def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config
             "rag-harness: tests without exactly one tier marker (unit/integration/benchmark):\n  "
             + "\n  ".join(untiered)
         )
-    from harness._pytest_options import check_collected
+    from harness.plugin.options import check_collected
 
     check_collected(config, [s for s in (_bound_spec(i) for i in items) if s is not None])
     mode = config.getoption("spec_coverage")
@@ -210,7 +216,7 @@ def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None):
     if item.config.getoption("negative_controls", False):
         spec_ = _bound_spec(item)
         if spec_ is not None:
-            from harness.control_runs import run_under_control
+            from harness.plugin.control_runs import run_under_control
 
             item.user_properties.append((PROP_CONTROL, json.dumps(run_under_control(item, spec_))))
     return (yield)
@@ -221,7 +227,7 @@ def pytest_collection_finish(session: pytest.Session) -> None:
     """`--under-control NAME`: the whole session runs under the negative control (and so do its subprocesses)."""
     name = session.config.getoption("under_control", None)
     if name:
-        from harness.controls import CONTROLS, ENV, get_control
+        from harness.plugin.controls import CONTROLS, ENV, get_control
 
         if name not in CONTROLS:  # a usage error from pytest_collection_modifyitems is on its way
             return
@@ -257,12 +263,12 @@ def _record_spend(item: pytest.Item) -> None:
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):
     if call.when == "call":
-        _record_benchmark(item)
+        record_benchmark(item)
     if call.when == "call" or (call.when == "setup" and call.excinfo is not None):
         _record_spend(item)
     state = item.stash.get(CONTROL_KEY, None)
     if state is not None and call.when == "call" and call.excinfo is not None:
-        from harness.control_runs import failure_kind
+        from harness.plugin.control_runs import failure_kind
 
         state["exc"] = failure_kind(item, call.excinfo)
     report = yield
@@ -305,133 +311,10 @@ def _cause(exc: BaseException | None, kind: type) -> Any:
     return None
 
 
-# ---------------------------------------------------------------- collection of results and reports
-class _ReportHooks:
-    """Controller-side collection (plain runs and the xdist controller alike)."""
-
-    def __init__(self, config: pytest.Config):
-        self.config = config
-
-    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
-        self.config.stash[COLLECTOR_KEY].add_report(report, PROP_SPECS, PROP_RECORD, PROP_CONTROL, PROP_BUDGET,
-                                                    PROP_FATAL)
-
-    def pytest_terminal_summary(self, terminalreporter: Any) -> None:
-        from harness.report.terminal import inconclusive_lines, summary_lines
-
-        results = self.config.stash.get(RESULTS_KEY, None)
-        if results is None:
-            return
-        lines = summary_lines(results["specs"])
-        from harness.report.html import capability_text, judge_lines
-
-        lines = judge_lines(results.get("provenance") or {}) + lines
-        capability = capability_text(results.get("measures") or [])
-        if capability:
-            lines = [capability, *lines]
-        if lines:
-            terminalreporter.section("rag-harness")
-            for line in lines:
-                terminalreporter.write_line(line)
-        if self.config.getoption("negative_controls"):
-            from harness.report.controls import FAILS_THE_RUN, control_lines
-
-            terminalreporter.section("rag-harness: negative controls")
-            for line in control_lines(results["specs"]):
-                terminalreporter.write_line(line, red=line.startswith(FAILS_THE_RUN))
-        from harness.report.spend import spend_lines
-
-        if estimating(self.config):
-            terminalreporter.section("rag-harness: cost estimate")
-            from harness.llm.estimate import estimate_lines
-
-            for line in estimate_lines(results["estimate"]):
-                terminalreporter.write_line(line)
-        else:
-            lines = spend_lines(results.get("spend") or {})
-            if lines:
-                terminalreporter.section("rag-harness: LLM spend")
-                for line in lines:
-                    terminalreporter.write_line(line)
-        from harness.report.timing import timing_lines
-
-        lines = timing_lines(results.get("timing") or {})
-        if lines:
-            terminalreporter.section("rag-harness: where the time goes")
-            for line in lines:
-                terminalreporter.write_line(line)
-        warn = inconclusive_lines(results["specs"])
-        if warn:
-            terminalreporter.section("rag-harness: inconclusive claims", sep="-", yellow=True)
-            for line in warn:
-                terminalreporter.write_line(line, yellow=True)
-        paths = getattr(self.config, "_harness_report_paths", None)
-        if paths:
-            terminalreporter.write_line("report: " + ", ".join(str(p) for p in paths))
-
-    @pytest.hookimpl(tryfirst=True)
-    def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:
-        from harness.report.summary import FAILING_CONTROL_OUTCOMES
-        from harness.report.writer import build_results, write_results
-
-        collector = self.config.stash[COLLECTOR_KEY]
-        if not collector.has_content():
-            return
-        hc = harness_config_of(self.config)
-        from harness.report.spend import ESTIMATE_FILE, read_estimate, spend_summary
-
-        spend = spend_of(self.config)
-        estimate = None
-        if estimating(self.config):
-            estimate = _estimate_of(self.config)
-            hc.harness.report_dir.mkdir(parents=True, exist_ok=True)
-            (hc.harness.report_dir / ESTIMATE_FILE).write_text(json.dumps(estimate, indent=2), encoding="utf-8")
-        summary = spend_summary(collector.spend(), max_usd=spend.max_usd, refused=spend.refused,
-                                estimate=None if estimate else read_estimate(hc.harness.report_dir))
-        results = build_results(collector, catalogue_of(self.config), root=self.config.rootpath,
-                                benchmarks=_benchmark_stats(collector), markexpr=self.config.option.markexpr or "",
-                                spend=summary, estimate=estimate)
-        self.config.stash[RESULTS_KEY] = results
-        self.config._harness_report_paths = write_results(results, hc.harness.report_dir)  # type: ignore[attr-defined]
-        if self.config.getoption("strict_verdicts") and any(r["verdict"] == "inconclusive" for r in results["specs"]):
-            session.exitstatus = pytest.ExitCode.TESTS_FAILED
-        if self.config.getoption("negative_controls") and any(
-                (r.get("control") or {}).get("outcome") in FAILING_CONTROL_OUTCOMES for r in results["specs"]):
-            session.exitstatus = pytest.ExitCode.TESTS_FAILED
-
-
-def _estimate_of(config: pytest.Config) -> dict[str, Any]:
-    """The session's cost estimate for the configured model (the stand-in clients recorded into its spend)."""
-    from harness.llm.client import litellm_price
-    from harness.llm.estimate import estimate_dict, token_counter
-
-    s = harness_config_of(config).harness.llm
-    return estimate_dict(spend_of(config), s.model, token_counter(s.model)[1],
-                         s.price_for(s.model) or litellm_price(s.model))
-
-
-def _record_benchmark(item: pytest.Item) -> None:
-    """A pytest-benchmark timing of this test, from its public `benchmark` fixture, as a report record (so it
-    travels like every other record, across xdist workers too)."""
-    fixture = getattr(item, "funcargs", {}).get("benchmark")
-    meta = getattr(fixture, "stats", None)
-    stats = getattr(meta, "stats", None)
-    if stats is None or not getattr(stats, "rounds", 0) or item.stash.get(CONTROL_KEY, None) is not None:
-        return
-    record = {"kind": "benchmark", "name": fixture.name, "fullname": fixture.fullname, "group": fixture.group,
-              "median_s": stats.median, "mean_s": stats.mean, "stddev_s": stats.stddev, "min_s": stats.min,
-              "max_s": stats.max, "rounds": stats.rounds}
-    item.user_properties.append((PROP_RECORD, json.dumps(jsonable(record), sort_keys=True)))
-
-
-def _benchmark_stats(collector: Collector) -> list[dict[str, Any]]:
-    return [{k: v for k, v in r.items() if k != "kind"} for r in collector.records if r.get("kind") == "benchmark"]
-
-
 @pytest.hookimpl(optionalhook=True)
 def pytest_recording_configure(config: pytest.Config, vcr: Any) -> None:
     """pytest-recording hook: apply the harness's scrubbing and matching defaults to every cassette."""
-    from harness.fixtures import configure_vcr
+    from harness.plugin.model_fixtures import configure_vcr
 
     configure_vcr(vcr)
 
@@ -440,7 +323,7 @@ def pytest_recording_configure(config: pytest.Config, vcr: Any) -> None:
 def pytest_sessionstart(session: pytest.Session) -> None:
     config = session.config
     if not hasattr(config, "workerinput") and not config.pluginmanager.has_plugin("rag-harness-reports"):
-        config.pluginmanager.register(_ReportHooks(config), "rag-harness-reports")
+        config.pluginmanager.register(ReportHooks(config), "rag-harness-reports")
     _install_progress(config)
 
 

@@ -72,7 +72,7 @@ def check_controls(named: Iterable[tuple[str, str]]) -> None:
     """Each (where, control name) must be a registered negative control."""
     from difflib import get_close_matches
 
-    from harness.controls import CONTROLS
+    from harness.plugin.controls import CONTROLS
 
     unknown = [(where, name) for where, name in named if name not in CONTROLS]
     if unknown:
@@ -88,7 +88,7 @@ def check_collected(config: pytest.Config, specs: Iterable[Any]) -> None:
     if config.getoption("under_control"):
         check_controls([("--under-control", config.getoption("under_control"))])
     if config.getoption("technique"):
-        from harness.fixtures import technique_choices
+        from harness.plugin.model_fixtures import technique_choices
 
         technique_choices(config)
     if config.getoption("negative_controls"):

@@ -1,0 +1,50 @@
+"""Negative controls for calibration of the harness's own statistics: tests, verdict intervals and the sequential
+design."""
+from __future__ import annotations
+
+from typing import Any
+
+from harness.plugin.controls import control
+
+
+@control("calibrated-tests-liberal", breaks="every test's p-value is a quarter of the true one (a liberal test)")
+def _liberal_tests(mp: Any) -> None:
+    from harness.stats import calibration as calib
+
+    for name in ("_t_pvalues", "_wilcoxon_pvalues", "_mcnemar_midp", "_permutation_pvalues"):
+        orig = getattr(calib, name)
+        mp.setattr(calib, name, lambda *a, _f=orig, **k: _f(*a, **k) / 4)
+
+
+@control("verdict-interval-half-width", breaks="the Student-t verdict interval is half as wide as it should be")
+def _narrow_interval(mp: Any) -> None:
+    from harness.stats import calibration as calib
+
+    orig = calib._t_bounds
+
+    def half(D, alpha):
+        lo, hi = orig(D, alpha)
+        mid, rad = (lo + hi) / 2, (hi - lo) / 4
+        return mid - rad, mid + rad
+
+    mp.setattr(calib, "_t_bounds", half)
+
+
+@control("sequential-peeks-unadjusted",
+         breaks="the sequential rule looks at every look with the fixed-n interval (peeking without alpha spending)")
+def _unadjusted_looks(mp: Any) -> None:
+    from harness.stats.sequential import SequentialDesign
+
+    mp.setattr(SequentialDesign, "confidence_at", lambda self, k: 1 - self.alpha)
+
+
+@control("sequential-single-look", breaks="the sequential design has one look at the most queries (it never stops early)")
+def _single_look(mp: Any) -> None:
+    from harness.stats.sequential import SequentialDesign
+
+    plan = SequentialDesign.plan.__func__
+
+    def one_look(cls, n_max, **kw):
+        return cls((plan(cls, n_max, **kw).looks[-1],), alpha=kw.get("alpha", 0.05), spending=kw.get("spending", "obf"))
+
+    mp.setattr(SequentialDesign, "plan", classmethod(one_look))
