@@ -50,7 +50,7 @@ def test_index_location_extends_the_cache_dir_default(tmp_path):
     assert table_uri(LanceStore(tmp_path / "db", "corpus")) == f"{tmp_path / 'db'}/corpus.lance"
 
 
-@pytest.mark.unit
+@pytest.mark.integration
 @pytest.mark.parametrize("uri, expected", [("idx", "{root}/idx/d"), ("s3://b/x", "s3://b/x/d")])
 def test_a_relative_index_uri_is_the_projects(pytester, uri, expected):
     """The plugin resolves a relative `harness.index_uri` against the project's root, as it does cache_dir; an

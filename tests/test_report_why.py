@@ -14,10 +14,10 @@ from harness.report.html_format import hash_label, plain
 from harness.report.per_query import outcome, per_query_context, picks, read_per_query, truncate
 from tests.pytester_kit import new_project
 
-pytestmark = pytest.mark.unit
 pytest_plugins = ["pytester"]
 
 
+@pytest.mark.unit
 def test_picks_best_worst_and_lower_median_by_hand():
     """Differences c - b: q1 +0.5, q2 -0.25, q3 0, q4 +0.5, q5 +0.1; ascending: q2, q3, q5, q1, q4; the best is the
     first of the two +0.5 (q1), the worst q2, the lower median the (5-1)//2 = 2nd: q5."""
@@ -32,6 +32,7 @@ def test_picks_best_worst_and_lower_median_by_hand():
     assert picks([], [], []) == {}
 
 
+@pytest.mark.unit
 def test_outcome_and_truncate():
     assert [outcome(0.2, 0.3), outcome(0.3, 0.2), outcome(0.2, 0.2 + 1e-13), outcome(None, 0.1)] == [
         "improved", "degraded", "unchanged", "n/a"]
@@ -39,6 +40,7 @@ def test_outcome_and_truncate():
     assert truncate("abcdef", 4) == "abc…" and truncate("abc", 4) == "abc" and truncate(None, 3) == ""
 
 
+@pytest.mark.unit
 def test_per_query_context_keeps_every_score_and_three_samples_cut_to_size():
     n = 50
     ids = [f"q{i}" for i in range(n)]
@@ -60,6 +62,7 @@ def test_per_query_context_keeps_every_score_and_three_samples_cut_to_size():
         per_query_context(["a", "b"], [0.1], [0.2])
 
 
+@pytest.mark.unit
 def test_plain_text_has_no_python_reprs():
     assert plain([np.float64(0.123456), np.float64(2.0)]) == "[0.1235, 2]"
     assert plain({"card": {"licence": "MIT", "n": 3}}) == "card: licence: MIT; n: 3"
@@ -73,6 +76,7 @@ def _entry(**kw):
             "available": 100, "improved": 20, "unchanged": 10, "degraded": 10, **kw}
 
 
+@pytest.mark.unit
 def test_a_claims_reasoning_is_in_full_and_its_table_is_inert_data():
     from harness.report.html_query_table import claim_details, reasoning
 
@@ -91,6 +95,7 @@ def test_a_claims_reasoning_is_in_full_and_its_table_is_inert_data():
     assert "</" not in data and json.loads(data)["texts"][0] == "</script><b>x"
 
 
+@pytest.mark.unit
 def test_report_files_get_the_mode_of_an_ordinary_new_file(tmp_path):
     from harness.report.writer import write_results
 
@@ -116,6 +121,7 @@ specs:
 """
 
 
+@pytest.mark.integration
 def test_a_failed_claims_message_shows_numbers_not_numpy_reprs(pytester):
     project = new_project(pytester, CATALOGUE)
     project.makepyfile(test_msg="""
@@ -133,6 +139,7 @@ def test_a_failed_claims_message_shows_numbers_not_numpy_reprs(pytester):
     assert "np.float64" not in out and "n=30, ci=[-0.331, -0.269]" in out, out[-3000:]
 
 
+@pytest.mark.unit
 def test_provenance_reads_as_text_not_a_python_dict():
     from harness.report.html_tables import _provenance
 
@@ -144,6 +151,7 @@ def test_provenance_reads_as_text_not_a_python_dict():
     assert "local/x: traffic=replayed, role=llm" in html and "bootstrap: 3" in html
 
 
+@pytest.mark.unit
 def test_technique_outputs_name_what_the_model_wrote():
     from harness.report.per_query import technique_outputs
     from harness.techniques.registry import TechniqueResult
