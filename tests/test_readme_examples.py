@@ -102,6 +102,10 @@ BLOCKS = {
     ("TREC runs out and in", "bash", 0): "test_trec_eval_command_runs",
     ("What is where", "", 0): "exempt: the layout, not code",
     ("Public QA and multiple-choice sets", "yaml", 0): "test_own_qa_set_config_loads_as_written",
+    ("Scale: streaming ingestion, ANN with its recall, and Ray", "yaml", 0): "test_index_uri_config_loads_as_written",
+    ("Scale: streaming ingestion, ANN with its recall, and Ray", "bash", 0):
+        "exempt: needs the [ray] extra, a cluster and an object store; tests/test_ray_ingest.py runs ray-index on a "
+        "local Ray",
 }
 
 
@@ -129,6 +133,19 @@ def test_own_qa_set_config_loads_as_written(tmp_path: Path):
     assert h.dataset_path(h.datasets.crag) == Path("/data/my-sets/my-support-qa")
     assert h.dataset_path(h.datasets.ret) == Path("/elsewhere/my-mcq-qa")
     assert h.datasets.retrieval == ["my-support-qa"] and h.datasets.negatives == ["freshqa", "simpleqa"]
+
+
+@pytest.mark.unit
+def test_index_uri_config_loads_as_written(tmp_path: Path):
+    """The README's object-store index settings validate; each dataset's database lies under the URI."""
+    from harness.config import load_config
+
+    (cfg := tmp_path / "rag-harness.yaml").write_text(
+        _blocks("Scale: streaming ingestion, ANN with its recall, and Ray", "yaml")[0])
+    h = load_config(cfg).harness
+    assert h.index_uri == "s3://my-bucket/rag-harness/indexes"
+    assert h.index_storage_options == {"region": "eu-west-1"}
+    assert str(h.index_db("cranfield")) == "s3://my-bucket/rag-harness/indexes/cranfield"
 
 
 @pytest.mark.unit
