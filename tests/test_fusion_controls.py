@@ -6,7 +6,6 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from harness.plugin.controls import get_control, restore_everywhere
 from harness.prompts import load_prompts, render
 from harness.stats.latency import interleaved_ratio
 from harness.techniques.generation import numbered_sources
@@ -16,15 +15,6 @@ from tests.technique_kit import SCRIPT, Recorder, make_services
 pytestmark = pytest.mark.unit
 QUERIES = ["why does a wing stall at high angle of attack", "how long is the return window",
            "what causes boundary layer separation", "when do stores open", "how is lift produced"]
-
-
-@pytest.fixture
-def under():
-    """`under(name)` applies a registered control until the test ends."""
-    mp = pytest.MonkeyPatch()
-    yield lambda name: get_control(name).apply(mp)
-    mp.undo()
-    restore_everywhere()
 
 
 def _ranking_variance(fusion, queries: list[str], runs: int = 3) -> float:

@@ -10,7 +10,6 @@ import re
 import pytest
 
 from harness.catalogue import PROTOCOL_CATALOGUE, load_catalogue
-from harness.plugin.controls import get_control, restore_everywhere
 from harness.judge import ClaimItem, JudgeReliability, LLMJudge, cohen_kappa
 from harness.judge.labelled import LabelledClaim
 from harness.judge.llm_judge import Ruling, perturbed
@@ -22,15 +21,6 @@ from tests.pytester_kit import new_project
 pytest_plugins = ["pytester"]
 CATALOGUE = load_catalogue([PROTOCOL_CATALOGUE])
 CLAIM = re.compile(r"^Claim(?: to check)?: (.*)$", re.M)
-
-
-@pytest.fixture
-def under():
-    """`under(name)` applies a registered control until the test ends."""
-    mp = pytest.MonkeyPatch()
-    yield lambda name: get_control(name).apply(mp)
-    mp.undo()
-    restore_everywhere()
 
 
 def _items(labels: list[bool], tag: str = "c") -> list[LabelledClaim]:
