@@ -42,18 +42,13 @@ def check_options(config: pytest.Config) -> None:
     cap = config.getoption("max_cost")
     if cap is not None and not (math.isfinite(cap) and cap >= 0):
         raise _usage(f"--max-cost must be a number of US dollars, 0 or more, got {cap}")
-    cfg = config.getoption("harness_config")
-    if cfg is not None:
-        path = from_cwd(config, cfg)
-        if not path.is_file():
-            raise _usage(f"--harness-config {cfg}: no such file ({path})")
-        config.option.harness_config = str(path)
-    data = config.getoption("data_dir")
-    if data is not None:
-        path = from_cwd(config, data)
-        if not path.is_dir():
-            raise _usage(f"--data-dir {data}: no such folder ({path})")
-        config.option.data_dir = str(path)
+    for name, exists, what in (("harness_config", Path.is_file, "file"), ("data_dir", Path.is_dir, "folder")):
+        given = config.getoption(name)
+        if given is not None:
+            path = from_cwd(config, given)
+            if not exists(path):
+                raise _usage(f"--{name.replace('_', '-')} {given}: no such {what} ({path})")
+            setattr(config.option, name, str(path))
     if config.getoption("spec_file"):
         config.option.spec_file = [str(from_cwd(config, p)) for p in config.getoption("spec_file")]
 
