@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import functools
 import re
+import threading
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -54,11 +55,18 @@ def default_tokenizer() -> Tokenizer:
         return WhitespaceTokenizer()
 
 
-@functools.lru_cache(maxsize=1)
-def _segmenter():
-    import pysbd
+_THREAD = threading.local()
 
-    return pysbd.Segmenter(language="en", clean=False)
+
+def _segmenter():
+    """This thread's pysbd segmenter: a Segmenter keeps the text it is splitting on itself, so one shared
+    between threads (techniques run queries concurrently) hands sentences of one text to another."""
+    seg = getattr(_THREAD, "segmenter", None)
+    if seg is None:
+        import pysbd
+
+        seg = _THREAD.segmenter = pysbd.Segmenter(language="en", clean=False)
+    return seg
 
 
 def sentences(text: str) -> list[str]:
