@@ -163,3 +163,19 @@ def test_technique_outputs_name_what_the_model_wrote():
     assert technique_outputs(res) == {"hypothetical documents": "doc one\n---\ndoc two", "action": "correct",
                                       "answer": "because.", "sources": ", ".join(f"d{i}" for i in range(10))}
     assert technique_outputs(TechniqueResult("q2", "x", hits[:1])) == {}  # retrieval only: nothing written
+
+
+@pytest.mark.unit
+def test_retrieval_chart_draws_one_bar_per_distinct_figure_named_by_its_query_count():
+    """Several claims measure the dense arm: the same figure twice is one bar, different figures say their n."""
+    from harness.report.html_charts import _retrieval_charts
+
+    def m(tech, n, value, test):
+        return {"name": "nDCG@10", "value": value, "nodeid": f"benchmarks/x.py::{test}[cranfield]",
+                "context": {"technique": tech, "dataset": "cranfield", "n": n}}
+
+    svg = _retrieval_charts([m("dense", 225, 0.3736, "test_a"), m("dense", 225, 0.3767, "test_b"),
+                             m("dense", 225, 0.3767, "test_c"), m("dense", 30, 0.4058, "test_d"),
+                             m("hyde", 30, 0.31, "test_d")])
+    labels = re.findall(r'<text x="0" y="\d+">([^<]*)</text>', svg)
+    assert sorted(labels) == ["dense (n=225) test_a", "dense (n=225) test_b", "dense (n=30)", "hyde"]

@@ -29,16 +29,29 @@ def _bars(items: list[tuple[str, float]], *, title: str, ref: float | None = Non
 
 
 def _retrieval_charts(measures: Iterable[dict[str, Any]]) -> str:
-    """Per-dataset, per-metric bars across techniques/retrievers (measures carrying `technique` context)."""
-    groups: dict[tuple[str, str], list[tuple[str, float]]] = {}
+    """Per-dataset, per-metric bars across techniques/retrievers (measures carrying `technique` context).
+
+    A technique measured by several tests gets one bar per distinct figure, labelled with its query count
+    (and its test where two figures share a count); the same figure measured twice is drawn once."""
+    groups: dict[tuple[str, str], dict[tuple[str, Any, float], str]] = {}
     for m in measures:
         ctx = m.get("context", {})
         tech = ctx.get("technique")
         if tech is None or not isinstance(m.get("value"), (int, float)):
             continue
-        groups.setdefault((str(ctx.get("dataset", "")), m["name"]), []).append((str(tech), float(m["value"])))
+        test = str(m.get("nodeid", "")).split("::")[-1].split("[")[0]
+        groups.setdefault((str(ctx.get("dataset", "")), m["name"]), {}).setdefault(
+            (str(tech), ctx.get("n"), float(m["value"])), test)
     out = []
-    for (dataset, metric), items in sorted(groups.items()):
+    for (dataset, metric), figures in sorted(groups.items()):
+        per_label: dict[tuple[str, Any], int] = {}
+        for tech, n, _ in figures:
+            per_label[(tech, n)] = per_label.get((tech, n), 0) + 1
+        several = {tech for tech, _ in per_label if sum(1 for t, _ in per_label if t == tech) > 1}
+        items = []
+        for (tech, n, value), test in figures.items():
+            label = tech + (f" (n={n})" if tech in several or per_label[(tech, n)] > 1 else "")
+            items.append((label + (f" {test}" if per_label[(tech, n)] > 1 else ""), value))
         out.append(f"<h3>{escape(dataset)} — {escape(metric)}</h3>")
         out.append(_bars(sorted(items), title=f"{dataset} {metric}"))
     return "".join(out)
