@@ -89,11 +89,11 @@ def _int8_truncates(mp: Any) -> None:
 def _ann_reversed(mp: Any) -> None:
     from harness.retrieval.index.lancedb_store import LanceStore
 
-    orig = LanceStore.search_vectors
+    orig = LanceStore._search_vectors  # behind search_vectors and search_hybrid_many alike
 
-    def search_vectors(self, vectors, k=10, *, exact=None):
-        out = orig(self, vectors, k, exact=exact)
+    def _search_vectors(self, vectors, k, exact, seen):
+        out = orig(self, vectors, k, exact, seen)
         through_ann = exact is False or (exact is None and self.ann is not None)
         return [list(reversed(hits)) for hits in out] if through_ann else out
 
-    mp.setattr(LanceStore, "search_vectors", search_vectors)
+    mp.setattr(LanceStore, "_search_vectors", _search_vectors)

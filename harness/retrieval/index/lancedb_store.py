@@ -19,6 +19,9 @@ _MANIFEST = "_rag_harness_manifest"
 # tables at least this large get an IVF-PQ index: per query it beats exact search from ~3e4 rows, but its build is
 # repaid only after ~16k queries at 1e5 rows (README, "Where the threshold comes from"; ann_probe)
 ANN_MIN_ROWS = 100_000
+# query vectors per multi-vector LanceDB search: bounds the rows held at once. Unbounded, halueval-qa's 8,000
+# queries at depth 100 held 800k rows with their texts in one result, and its ANN benchmark peaked at 10.3 GB.
+QUERY_BATCH = 256
 _WORD = re.compile(r"\w+", re.UNICODE)
 
 
@@ -210,9 +213,18 @@ class LanceStore:
         return 0 if self.table_name not in self._tables() else self.table.count_rows()
 
     @staticmethod
-    def _hits(rows: list[dict[str, Any]], score_key: str, transform=lambda s: s) -> list[Hit]:
-        return [Hit(id=r["id"], score=float(transform(r[score_key])), text=r["text"],
-                    metadata=json.loads(r["metadata"])) for r in rows]
+    def _hits(rows: list[dict[str, Any]], score_key: str, transform=lambda s: s,
+              seen: dict[str, tuple[str, dict[str, Any]]] | None = None) -> list[Hit]:
+        """Rows as hits. With `seen`, hits of one passage share its text (one string, however many queries
+        retrieved it) and copy its parsed metadata, so a batch of searches holds each passage's text once."""
+        if seen is None:
+            return [Hit(id=r["id"], score=float(transform(r[score_key])), text=r["text"],
+                        metadata=json.loads(r["metadata"])) for r in rows]
+        out = []
+        for r in rows:
+            text, meta = seen.get(r["id"]) or seen.setdefault(r["id"], (r["text"], json.loads(r["metadata"])))
+            out.append(Hit(id=r["id"], score=float(transform(r[score_key])), text=text, metadata=dict(meta)))
+        return out
 
     def _ann_or_exact(self, q: Any, exact: bool | None) -> Any:
         """Exact unless an ANN index was tuned (then its measured setting), or as `exact` says."""
@@ -226,36 +238,54 @@ class LanceStore:
 
     def search_vector(self, vector: np.ndarray, k: int = 10, *, exact: bool | None = None) -> list[Hit]:
         """Cosine top-k; score is cosine similarity. Exact unless an ANN index was tuned (`exact` forces)."""
+        return self._search_vector(vector, k, exact, None)
+
+    def _search_vector(self, vector: np.ndarray, k: int, exact: bool | None,
+                       seen: dict[str, tuple[str, dict[str, Any]]] | None) -> list[Hit]:
         if len(self) == 0:
             return []
         q = self.table.search(np.asarray(vector, dtype=np.float32), vector_column_name="vector")
         q = self._ann_or_exact(q.distance_type("cosine").limit(k).select(["id", "text", "metadata", "_distance"]),
                                exact)
-        return self._hits(q.to_list(), "_distance", lambda d: 1.0 - d)
+        return self._hits(q.to_list(), "_distance", lambda d: 1.0 - d, seen)
 
     def search_vectors(self, vectors: np.ndarray | Sequence[np.ndarray], k: int = 10, *,
                        exact: bool | None = None) -> list[list[Hit]]:
-        """Cosine top-k for many vectors in one LanceDB query (one scan, rows tagged by `query_index`);
-        the same hits, in the same order, as `search_vector` on each."""
+        """Cosine top-k for many vectors, `QUERY_BATCH` at a time in one LanceDB query each (one scan, rows
+        tagged by `query_index`); the same hits, in the same order, as `search_vector` on each."""
+        return self._search_vectors(vectors, k, exact, {})
+
+    def _search_vectors(self, vectors: np.ndarray | Sequence[np.ndarray], k: int, exact: bool | None,
+                        seen: dict[str, tuple[str, dict[str, Any]]]) -> list[list[Hit]]:
         vs = np.atleast_2d(np.asarray(vectors, dtype=np.float32)) if len(vectors) else np.zeros((0, 0), np.float32)
         if len(vs) <= 1 or len(self) == 0:
-            return [self.search_vector(v, k, exact=exact) for v in vs]
-        q = self.table.search(list(vs), vector_column_name="vector")
-        q = self._ann_or_exact(q.distance_type("cosine").limit(k).select(["id", "text", "metadata", "_distance"]),
-                               exact)
-        groups: list[list[dict[str, Any]]] = [[] for _ in range(len(vs))]
-        for row in q.to_list():
-            groups[row["query_index"]].append(row)
-        return [self._hits(sorted(g, key=lambda r: r["_distance"]), "_distance", lambda d: 1.0 - d) for g in groups]
+            return [self._search_vector(v, k, exact, seen) for v in vs]
+        out: list[list[Hit]] = []
+        for start in range(0, len(vs), QUERY_BATCH):
+            batch = vs[start:start + QUERY_BATCH]
+            if len(batch) == 1:
+                out.append(self._search_vector(batch[0], k, exact, seen))
+                continue
+            q = self.table.search(list(batch), vector_column_name="vector")
+            q = self._ann_or_exact(q.distance_type("cosine").limit(k).select(["id", "text", "metadata", "_distance"]),
+                                   exact)
+            groups: list[list[dict[str, Any]]] = [[] for _ in range(len(batch))]
+            for row in q.to_list():
+                groups[row["query_index"]].append(row)
+            out += [self._hits(sorted(g, key=lambda r: r["_distance"]), "_distance", lambda d: 1.0 - d, seen)
+                    for g in groups]
+        return out
 
     def search_text(self, query: str, k: int = 10) -> list[Hit]:
         """BM25 full-text search (LanceDB's native FTS)."""
+        return self._search_text(query, k, None)
+
+    def _search_text(self, query: str, k: int, seen: dict[str, tuple[str, dict[str, Any]]] | None) -> list[Hit]:
         terms = fts_query(query)
         if not terms or len(self) == 0:
             return []
         q = self.table.search(terms, query_type="fts").limit(k).select(["id", "text", "metadata", "_score"])
-        rows = q.to_list()
-        return self._hits(rows, "_score")
+        return self._hits(q.to_list(), "_score", seen=seen)
 
     def search_hybrid(self, query: str, vector: np.ndarray, k: int = 10, *, depth: int | None = None,
                       rrf_k: int = RRF_K) -> list[Hit]:
@@ -265,16 +295,22 @@ class LanceStore:
     def search_hybrid_many(self, queries: Sequence[str], vectors: np.ndarray | Sequence[np.ndarray], k: int = 10, *,
                            depth: int | None = None, rrf_k: int = RRF_K, workers: int = 8,
                            exact: bool | None = None) -> list[list[Hit]]:
-        """`search_hybrid` for many queries: the vector lists in one multi-vector query, the full-text
-        searches in parallel threads (LanceDB releases the GIL while it searches)."""
+        """`search_hybrid` for many queries, `QUERY_BATCH` at a time: the vector lists in one multi-vector
+        query, the full-text searches in parallel threads (LanceDB releases the GIL while it searches), each
+        batch fused down to k before the next is searched."""
         depth = depth or max(k, 100)
-        dense = self.search_vectors(vectors, depth, exact=exact)
-        if len(queries) <= 1:
-            texts = [self.search_text(q, depth) for q in queries]
-        else:
-            with ThreadPoolExecutor(max_workers=min(workers, len(queries))) as pool:
-                texts = list(pool.map(lambda q: self.search_text(q, depth), queries))
-        return [reciprocal_rank_fusion([d, t], rrf_k)[:k] for d, t in zip(dense, texts)]
+        seen: dict[str, tuple[str, dict[str, Any]]] = {}
+        out: list[list[Hit]] = []
+        for start in range(0, len(queries), QUERY_BATCH):
+            batch = list(queries[start:start + QUERY_BATCH])
+            dense = self._search_vectors(vectors[start:start + QUERY_BATCH], depth, exact, seen)
+            if len(batch) <= 1:
+                texts = [self._search_text(q, depth, seen) for q in batch]
+            else:
+                with ThreadPoolExecutor(max_workers=min(workers, len(batch))) as pool:
+                    texts = list(pool.map(lambda q: self._search_text(q, depth, seen), batch))
+            out += [reciprocal_rank_fusion([d, t], rrf_k)[:k] for d, t in zip(dense, texts)]
+        return out
 
     def vectors(self) -> tuple[list[str], np.ndarray]:
         """All ids and vectors (for brute-force comparisons)."""
