@@ -6,6 +6,7 @@ import json
 import os
 import re
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import nullcontext
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Sequence
@@ -215,11 +216,9 @@ class LanceStore:
     @staticmethod
     def _hits(rows: list[dict[str, Any]], score_key: str, transform=lambda s: s,
               seen: dict[str, tuple[str, dict[str, Any]]] | None = None) -> list[Hit]:
-        """Rows as hits. With `seen`, hits of one passage share its text (one string, however many queries
-        retrieved it) and copy its parsed metadata, so a batch of searches holds each passage's text once."""
-        if seen is None:
-            return [Hit(id=r["id"], score=float(transform(r[score_key])), text=r["text"],
-                        metadata=json.loads(r["metadata"])) for r in rows]
+        """Rows as hits. Hits of one passage share its text (one string, however many of the searches that
+        share `seen` retrieved it) and each gets its own copy of the parsed metadata."""
+        seen = {} if seen is None else seen
         out = []
         for r in rows:
             text, meta = seen.get(r["id"]) or seen.setdefault(r["id"], (r["text"], json.loads(r["metadata"])))
@@ -258,8 +257,8 @@ class LanceStore:
     def _search_vectors(self, vectors: np.ndarray | Sequence[np.ndarray], k: int, exact: bool | None,
                         seen: dict[str, tuple[str, dict[str, Any]]]) -> list[list[Hit]]:
         vs = np.atleast_2d(np.asarray(vectors, dtype=np.float32)) if len(vectors) else np.zeros((0, 0), np.float32)
-        if len(vs) <= 1 or len(self) == 0:
-            return [self._search_vector(v, k, exact, seen) for v in vs]
+        if len(self) == 0:
+            return [[] for _ in vs]
         out: list[list[Hit]] = []
         for start in range(0, len(vs), QUERY_BATCH):
             batch = vs[start:start + QUERY_BATCH]
@@ -301,15 +300,14 @@ class LanceStore:
         depth = depth or max(k, 100)
         seen: dict[str, tuple[str, dict[str, Any]]] = {}
         out: list[list[Hit]] = []
-        for start in range(0, len(queries), QUERY_BATCH):
-            batch = list(queries[start:start + QUERY_BATCH])
-            dense = self._search_vectors(vectors[start:start + QUERY_BATCH], depth, exact, seen)
-            if len(batch) <= 1:
-                texts = [self._search_text(q, depth, seen) for q in batch]
-            else:
-                with ThreadPoolExecutor(max_workers=min(workers, len(batch))) as pool:
-                    texts = list(pool.map(lambda q: self._search_text(q, depth, seen), batch))
-            out += [reciprocal_rank_fusion([d, t], rrf_k)[:k] for d, t in zip(dense, texts)]
+        # one pool for every batch; a single query searches in this thread (search_hybrid's path)
+        with ThreadPoolExecutor(max_workers=min(workers, len(queries))) if len(queries) > 1 else nullcontext() as pool:
+            text_search = map if pool is None else pool.map
+            for start in range(0, len(queries), QUERY_BATCH):
+                batch = list(queries[start:start + QUERY_BATCH])
+                dense = self._search_vectors(vectors[start:start + QUERY_BATCH], depth, exact, seen)
+                texts = list(text_search(lambda q: self._search_text(q, depth, seen), batch))
+                out += [reciprocal_rank_fusion([d, t], rrf_k)[:k] for d, t in zip(dense, texts)]
         return out
 
     def vectors(self) -> tuple[list[str], np.ndarray]:
