@@ -1,6 +1,7 @@
 """The report's charts as inline SVG: retrieval quality by technique, latency ratios, statistics calibration."""
 from __future__ import annotations
 
+from collections import Counter
 from html import escape
 from typing import Any, Iterable
 
@@ -44,14 +45,12 @@ def _retrieval_charts(measures: Iterable[dict[str, Any]]) -> str:
             (str(tech), ctx.get("n"), float(m["value"])), test)
     out = []
     for (dataset, metric), figures in sorted(groups.items()):
-        per_label: dict[tuple[str, Any], int] = {}
-        for tech, n, _ in figures:
-            per_label[(tech, n)] = per_label.get((tech, n), 0) + 1
-        several = {tech for tech, _ in per_label if sum(1 for t, _ in per_label if t == tech) > 1}
+        at_n = Counter((tech, n) for tech, n, _ in figures)  # figures of a technique at one query count
+        figures_of = Counter(tech for tech, _, _ in figures)
         items = []
         for (tech, n, value), test in figures.items():
-            label = tech + (f" (n={n})" if tech in several or per_label[(tech, n)] > 1 else "")
-            items.append((label + (f" {test}" if per_label[(tech, n)] > 1 else ""), value))
+            label = tech if figures_of[tech] == 1 else f"{tech} (n={n})"
+            items.append((label + (f" {test}" if at_n[(tech, n)] > 1 else ""), value))
         out.append(f"<h3>{escape(dataset)} — {escape(metric)}</h3>")
         out.append(_bars(sorted(items), title=f"{dataset} {metric}"))
     return "".join(out)
