@@ -112,7 +112,7 @@ class LLMSettings(_Strict):
     model: str = DEFAULT_LOCAL_MODEL
     timeout_s: float = 60.0
     max_attempts: int = 3
-    backoff_s: float = 1.0  # 500s and timeouts retry after 1, 2, 4 s (backoff_s * 2**attempt)
+    backoff_s: float = 1.0  # 500s and timeouts retry after 1 s, then 2 s (backoff_s * 2**(attempt-1); 4 s with a 4th attempt)
     # calls in flight at once, client-wide (429s lower it, success raises it back); None: 8 for API models,
     # `local_parallel` for the embedded local models
     concurrency: int | None = Field(default=None, ge=1)

@@ -254,7 +254,7 @@ class LLMClient:
                     raise LLMError(f"{self.label}: {type(exc).__name__}: {exc}", attempts=attempt,
                                    status_code=status) from exc
                 if attempt < self.max_attempts:
-                    delay = self.backoff_s * 2 ** (attempt - 1)  # 1, 2, 4 s (the SRS's schedule at backoff_s=1)
+                    delay = self.backoff_s * 2 ** (attempt - 1)  # 1 s, 2 s (the SRS's schedule at backoff_s=1; 4 s before a 4th attempt)
                     with self._lock:
                         self.stats.retries += 1
                         self.stats.sleeps.append(delay)

@@ -256,7 +256,7 @@ def make_embedder(name: str, cache_dir: str | Path | None = None) -> _CachedEmbe
 
 class RetryingEmbedder:
     """Wraps an embedder: encodes in batches, retrying a failed batch with exponential backoff
-    (3 attempts, 1 s -> 2 s -> 4 s), so a transient embedding failure does not lose the index."""
+    (3 attempts, waiting 1 s then 2 s; a 4th attempt would wait 4 s), so a transient embedding failure does not lose the index."""
 
     def __init__(self, inner, *, batch_size: int = 100, max_attempts: int = 3, backoff_s: float = 1.0,
                  sleep=None, on_retry=None):
