@@ -243,10 +243,14 @@ class LanceStore:
                        seen: dict[str, tuple[str, dict[str, Any]]] | None) -> list[Hit]:
         if len(self) == 0:
             return []
-        q = self.table.search(np.asarray(vector, dtype=np.float32), vector_column_name="vector")
-        q = self._ann_or_exact(q.distance_type("cosine").limit(k).select(["id", "text", "metadata", "_distance"]),
-                               exact)
+        q = self._cosine_query(np.asarray(vector, dtype=np.float32), k, exact)
         return self._hits(q.to_list(), "_distance", lambda d: 1.0 - d, seen)
+
+    def _cosine_query(self, vectors: Any, k: int, exact: bool | None) -> Any:
+        """The LanceDB query for one vector or a list of them: cosine top-k with the hit columns."""
+        q = self.table.search(vectors, vector_column_name="vector")
+        return self._ann_or_exact(q.distance_type("cosine").limit(k).select(["id", "text", "metadata", "_distance"]),
+                                  exact)
 
     def search_vectors(self, vectors: np.ndarray | Sequence[np.ndarray], k: int = 10, *,
                        exact: bool | None = None) -> list[list[Hit]]:
@@ -265,9 +269,7 @@ class LanceStore:
             if len(batch) == 1:
                 out.append(self._search_vector(batch[0], k, exact, seen))
                 continue
-            q = self.table.search(list(batch), vector_column_name="vector")
-            q = self._ann_or_exact(q.distance_type("cosine").limit(k).select(["id", "text", "metadata", "_distance"]),
-                                   exact)
+            q = self._cosine_query(list(batch), k, exact)
             groups: list[list[dict[str, Any]]] = [[] for _ in range(len(batch))]
             for row in q.to_list():
                 groups[row["query_index"]].append(row)
