@@ -26,27 +26,27 @@ def machine_benchmarks(pytestconfig):
         pytest.skip("a measurement of the machine, not a claim: opt in with --machine-benchmarks")
 
 
-def test_exact_search_at_1e5_against_numpy(machine_benchmarks, tmp_path, measure):
+def test_exact_search_at_1e5_against_numpy(machine_benchmarks, tmp_path, rag_measure):
     p = _probe(100_000, tmp_path)
-    measure("lance_exact_over_numpy_brute_force", p["lance_exact_over_numpy"], **p)
+    rag_measure("lance_exact_over_numpy_brute_force", p["lance_exact_over_numpy"], **p)
     assert p["lance_exact_recall"] == 1.0, "exact search must return the oracle's top 10"
 
 
-def test_exact_search_configurations_at_1e5(machine_benchmarks, tmp_path, measure):
+def test_exact_search_configurations_at_1e5(machine_benchmarks, tmp_path, rag_measure):
     """Every way tried of asking LanceDB for an exact batch search (issue #29 item 4's 2x goal), each against NumPy."""
     p = _probe(100_000, tmp_path, "--configs")
     for c in p["configs"]:
-        measure("lance_exact_config_over_numpy", c["ratio"], config=c["config"], lance_s=c["lance_s"],
+        rag_measure("lance_exact_config_over_numpy", c["ratio"], config=c["config"], lance_s=c["lance_s"],
                 numpy_s=c["numpy_s"], best_numpy_s=min(x["numpy_s"] for x in p["configs"]), recall=c["recall"],
                 vectors=p["vectors"], queries=p["queries"])
     assert all(c["recall"] == 1.0 for c in p["configs"]), "an exact configuration missed the oracle's top 10"
 
 
-def test_ann_at_1e6(machine_benchmarks, tmp_path, measure):
+def test_ann_at_1e6(machine_benchmarks, tmp_path, rag_measure):
     p = _probe(1_000_000, tmp_path, "--ann")
     ann = p["ann"]
-    measure("ann_speedup_over_exact", ann["speedup_over_lance_exact"], recall_at_10=ann["recall_at_10"], **p)
-    measure("ann_queries_per_s", p["queries"] / ann["seconds"], recall_at_10=ann["recall_at_10"],
+    rag_measure("ann_speedup_over_exact", ann["speedup_over_lance_exact"], recall_at_10=ann["recall_at_10"], **p)
+    rag_measure("ann_queries_per_s", p["queries"] / ann["seconds"], recall_at_10=ann["recall_at_10"],
             index=p["index"], vectors=p["vectors"])
-    measure("exact_queries_per_s", p["queries"] / p["lance_exact_s"], vectors=p["vectors"])
+    rag_measure("exact_queries_per_s", p["queries"] / p["lance_exact_s"], vectors=p["vectors"])
     assert ann["recall_at_10"] >= 0.9, f"the tuned index does not reach recall 0.9: {ann}"

@@ -20,17 +20,17 @@ TESTS = {"T": "t", "PERMUTATION": "permutation", "WILCOXON": "wilcoxon", "MCNEMA
 
 
 @pytest.fixture(scope="module")
-def topic_scores(beir_dataset, embedder, harness_config):
+def topic_scores(rag_beir_dataset, rag_embedder, rag_config):
     """Per-topic nDCG@10 of the three real runs, aligned on the judged topics."""
-    from harness.plugin.fixtures import persistent_index
+    from harness.techniques.backends import persistent_index
     from harness.retrieval import Retriever
 
-    ds = beir_dataset("cranfield")
-    store = persistent_index(ds, embedder, harness_config)
+    ds = rag_beir_dataset("cranfield")
+    store = persistent_index(ds, rag_embedder, rag_config)
     queries = sorted(ds.judged_queries().values(), key=lambda q: q.id)
     out = {}
     for mode in ("dense", "bm25", "hybrid"):
-        hits = Retriever(store, embedder, mode).retrieve_many([q.text for q in queries], 10)
+        hits = Retriever(store, rag_embedder, mode).retrieve_many([q.text for q in queries], 10)
         run = {q.id: {h.id: h.score for h in hs} for q, hs in zip(queries, hits)}
         out[mode] = evaluate({q.id: ds.qrels[q.id] for q in queries}, run, ["nDCG@10"])["nDCG@10"]
     provenance.note_seed("calibration", SEED)
@@ -67,26 +67,26 @@ TYPE1_IDS = [f"CALIB-TYPE1-{t}-N{n}" for t in TESTS for n in (30, 225)]
 
 
 @pytest.mark.spec(*TYPE1_IDS)
-def test_type1_error(spec, type1, type1_swap, topic_scores, check, measure):
-    test, n = spec.id.split("-")[2], int(spec.id.rsplit("-N", 1)[1])
+def test_type1_error(rag_spec, type1, type1_swap, topic_scores, rag_check, rag_measure):
+    test, n = rag_spec.id.split("-")[2], int(rag_spec.id.rsplit("-N", 1)[1])
     pooled = {t: float(np.mean([r.rates[t] for r in type1[n]])) for t in calib.TYPE1_TESTS}
     if test == "T" and n == 30:  # the sanity row: our rates at n = 25 beside Urbano et al.'s published ones
         for t, rate in ((t, float(np.mean([r.rates[t] for r in type1[25]]))) for t in calib.TYPE1_TESTS):
-            measure(f"type1:{t}:n=25", rate, **_ctx(topic_scores, sims=3 * 3000, alpha=0.05, null="copula",
+            rag_measure(f"type1:{t}:n=25", rate, **_ctx(topic_scores, sims=3 * 3000, alpha=0.05, null="copula",
                                                     published_urbano_2019_ap_n25=URBANO_N25.get(t)))
     if test == "T":  # one test per n records every test's figures, the ones no verdict uses included
         for t in calib.TYPE1_TESTS:
-            measure(f"type1-sign-flip-null:{t}:n={n}", float(np.mean([r.rates[t] for r in type1_swap[n]])),
+            rag_measure(f"type1-sign-flip-null:{t}:n={n}", float(np.mean([r.rates[t] for r in type1_swap[n]])),
                     **_ctx(topic_scores, sims=3 * 3000, alpha=0.05, null="swap (the permutation test's own null)"))
         for (x, y), r in zip(PAIRS, type1[n]):
             for t, rate in r.rates.items():
-                measure(f"type1:{t}:n={n}:{x}-vs-{y}", rate, **_ctx(topic_scores, sims=r.sims, alpha=r.alpha))
+                rag_measure(f"type1:{t}:n={n}:{x}-vs-{y}", rate, **_ctx(topic_scores, sims=r.sims, alpha=r.alpha))
         for t, rate in pooled.items():
-            measure(f"type1:{t}:n={n}", rate, **_ctx(topic_scores, sims=3 * 3000, alpha=0.05, band=[0.035, 0.065],
+            rag_measure(f"type1:{t}:n={n}", rate, **_ctx(topic_scores, sims=3 * 3000, alpha=0.05, band=[0.035, 0.065],
                                                      in_band=0.035 <= rate <= 0.065,
                                                      used_for_verdicts=t in TESTS.values()
                                                      or t == f"bootstrap-{VERDICT_INTERVAL['difference']}"))
-    check(spec.id, pooled[TESTS[test]], **_ctx(topic_scores, n=3 * 3000, sample_topics=n, test=TESTS[test],
+    rag_check(rag_spec.id, pooled[TESTS[test]], **_ctx(topic_scores, n=3 * 3000, sample_topics=n, test=TESTS[test],
                                                all_tests=pooled, null="copula (Urbano et al.: new topics of two "
                                                                         "equally effective systems)"))
 
@@ -103,30 +103,30 @@ def _coverage(topic_scores, n, relative):
 
 @pytest.mark.spec("CALIB-CI-COVERAGE-N30", "CALIB-CI-COVERAGE-N225", "CALIB-CI-COVERAGE-RELATIVE-N30",
                   "CALIB-CI-COVERAGE-RELATIVE-N225")
-def test_ci_coverage(spec, topic_scores, check, measure):
-    relative, n = "RELATIVE" in spec.id, int(spec.id.rsplit("-N", 1)[1])
+def test_ci_coverage(rag_spec, topic_scores, rag_check, rag_measure):
+    relative, n = "RELATIVE" in rag_spec.id, int(rag_spec.id.rsplit("-N", 1)[1])
     kind = "relative" if relative else "difference"
     res = _coverage(topic_scores, n, relative)
     pooled = {m: float(np.mean([r.coverage[m] for r in res])) for m in calib.INTERVALS}
     for m, v in pooled.items():
-        measure(f"coverage:{kind}:{m}:n={n}", v, **_ctx(topic_scores, sims=3 * 2000, band=[0.93, 0.97],
+        rag_measure(f"coverage:{kind}:{m}:n={n}", v, **_ctx(topic_scores, sims=3 * 2000, band=[0.93, 0.97],
                                                         mean_width=float(np.mean([r.mean_width[m] for r in res])),
                                                         used_for_verdicts=m == VERDICT_INTERVAL[kind]))
-    check(spec.id, pooled[VERDICT_INTERVAL[kind]], **_ctx(topic_scores, n=3 * 2000, sample_topics=n,
+    rag_check(rag_spec.id, pooled[VERDICT_INTERVAL[kind]], **_ctx(topic_scores, n=3 * 2000, sample_topics=n,
                                                           interval=VERDICT_INTERVAL[kind], all_intervals=pooled,
                                                           truths=[r.truth for r in res]))
 
 
 @pytest.mark.spec("CALIB-POWER-PREDICTION")
-def test_power_prediction(topic_scores, check, measure):
+def test_power_prediction(topic_scores, rag_check, rag_measure):
     results = [calib.power_at_prediction(topic_scores[x], topic_scores[y], effect, sims=1000, seed=SEED + i)
                for i, ((x, y), effect) in enumerate(itertools.product(PAIRS, (0.02, 0.05, 0.10)))]
     for (x, y), r in zip([p for p in PAIRS for _ in range(3)], results):
-        measure(f"power:+{r.effect:g}:{x}-vs-{y}", r.measured_power,
+        rag_measure(f"power:+{r.effect:g}:{x}-vs-{y}", r.measured_power,
                 **_ctx(topic_scores, predicted_n=r.predicted_n, predicted_power=r.predicted_power, sd=r.sd,
                        share=r.share, sims=r.sims))
     worst = max(abs(r.measured_power - r.predicted_power) for r in results)
-    check("CALIB-POWER-PREDICTION", worst, **_ctx(topic_scores, n=len(results) * 1000,
+    rag_check("CALIB-POWER-PREDICTION", worst, **_ctx(topic_scores, n=len(results) * 1000,
                                                   measured=[r.measured_power for r in results],
                                                   predicted_n=[r.predicted_n for r in results]))
 
@@ -139,34 +139,34 @@ def _designs():
 
 
 @pytest.mark.spec("CALIB-SEQ-TYPE1-N30", "CALIB-SEQ-TYPE1-N225")
-def test_sequential_type1_error(spec, topic_scores, check, measure):
-    design = _designs()[int(spec.id.rsplit("-N", 1)[1])]
+def test_sequential_type1_error(rag_spec, topic_scores, rag_check, rag_measure):
+    design = _designs()[int(rag_spec.id.rsplit("-N", 1)[1])]
     res = [calib.sequential_type1(topic_scores[x], topic_scores[y], design, sims=3000, seed=SEED + i)
            for i, (x, y) in enumerate(PAIRS)]
     rate = float(np.mean([r.rejection_rate for r in res]))
     fixed = float(np.mean([r.fixed_n_rejection_rate for r in res]))
-    measure(f"sequential:type1:looks={list(design.looks)}", rate,
+    rag_measure(f"sequential:type1:looks={list(design.looks)}", rate,
             **_ctx(topic_scores, sims=3 * 3000, alpha=0.05, fixed_n_rate=fixed, rule=design.describe()))
-    check(spec.id, rate, **_ctx(topic_scores, n=3 * 3000, looks=list(design.looks), bounds=list(design.bounds),
+    rag_check(rag_spec.id, rate, **_ctx(topic_scores, n=3 * 3000, looks=list(design.looks), bounds=list(design.bounds),
                                 fixed_n_rate_at_last_look=fixed, per_pair=[r.rejection_rate for r in res],
                                 null="copula (Urbano et al.: new topics of two equally effective systems)"))
 
 
 @pytest.mark.spec("CALIB-SEQ-COVERAGE-N30", "CALIB-SEQ-COVERAGE-N225")
-def test_sequential_coverage(spec, topic_scores, check, measure):
-    design = _designs()[int(spec.id.rsplit("-N", 1)[1])]
+def test_sequential_coverage(rag_spec, topic_scores, rag_check, rag_measure):
+    design = _designs()[int(rag_spec.id.rsplit("-N", 1)[1])]
     res = [calib.sequential_coverage(topic_scores[x], topic_scores[y], design, sims=2000, seed=SEED + i)
            for i, (x, y) in enumerate(PAIRS)]
     cov = float(np.mean([r.coverage for r in res]))
-    measure(f"sequential:coverage:looks={list(design.looks)}", cov,
+    rag_measure(f"sequential:coverage:looks={list(design.looks)}", cov,
             **_ctx(topic_scores, sims=3 * 2000, truths=[r.truth for r in res],
                    mean_queries=[r.mean_queries for r in res]))
-    check(spec.id, cov, **_ctx(topic_scores, n=3 * 2000, looks=list(design.looks), per_pair=[r.coverage for r in res],
+    rag_check(rag_spec.id, cov, **_ctx(topic_scores, n=3 * 2000, looks=list(design.looks), per_pair=[r.coverage for r in res],
                                mean_queries=[r.mean_queries for r in res], truths=[r.truth for r in res]))
 
 
 @pytest.mark.spec("CALIB-SEQ-QUERIES-N225")
-def test_sequential_queries_used(topic_scores, check, measure):
+def test_sequential_queries_used(topic_scores, rag_check, rag_measure):
     """Average queries the rule uses under planted effects (claim '> 0'), beside the fixed-n rule's power."""
     share = {}
     for n_max, design in _designs().items():
@@ -175,11 +175,11 @@ def test_sequential_queries_used(topic_scores, check, measure):
                    for i, (x, y) in enumerate(PAIRS)]
             used = float(np.mean([r.mean_queries for r in res]))
             share[(n_max, effect)] = used / n_max
-            measure(f"sequential:queries:+{effect:g}:n_max={n_max}", used,
+            rag_measure(f"sequential:queries:+{effect:g}:n_max={n_max}", used,
                     **_ctx(topic_scores, sims=3 * 2000, looks=list(design.looks), share_of_n_max=used / n_max,
                            decided=float(np.mean([r.rejection_rate for r in res])),
                            fixed_n_decided=float(np.mean([r.fixed_n_rejection_rate for r in res])),
                            stopped_share_per_look=np.mean([r.stopped_share for r in res], axis=0).tolist()))
-    check("CALIB-SEQ-QUERIES-N225", share[(225, 0.10)],
+    rag_check("CALIB-SEQ-QUERIES-N225", share[(225, 0.10)],
           **_ctx(topic_scores, n=3 * 2000, looks=list(_designs()[225].looks),
                  all_shares={f"+{e:g}@{n}": v for (n, e), v in share.items()}))

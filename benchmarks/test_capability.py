@@ -12,13 +12,13 @@ pytestmark = pytest.mark.benchmark
 SAMPLE = 200
 
 
-def test_model_capability_on_mmlu(llm, harness_config, mcq_set, measure):
-    ds = mcq_set("capability")  # harness.datasets.capability, default mmlu
-    items = sample_mcq(ds.items, SAMPLE, seed=harness_config.harness.seed)
-    alias = llm.label.split("/", 1)[1] if llm.label.startswith("local/") else None
+def test_model_capability_on_mmlu(rag_llm, rag_config, rag_mcq_set, rag_measure):
+    ds = rag_mcq_set("capability")  # harness.datasets.capability, default mmlu
+    items = sample_mcq(ds.items, SAMPLE, seed=rag_config.harness.seed)
+    alias = rag_llm.label.split("/", 1)[1] if rag_llm.label.startswith("local/") else None
     variant = "completion" if alias in LOCAL_MODELS and not LOCAL_MODELS[alias].instruct else "chat"
-    cap = measure_capability(llm, items, dataset=ds.name, seed=harness_config.harness.seed, variant=variant)
-    measure("model_capability", cap.accuracy, model=cap.model, dataset=ds.name, n=cap.n, ci=list(cap.ci),
+    cap = measure_capability(rag_llm, items, dataset=ds.name, seed=rag_config.harness.seed, variant=variant)
+    rag_measure("model_capability", cap.accuracy, model=cap.model, dataset=ds.name, n=cap.n, ci=list(cap.ci),
             chance=cap.chance, unparsed=cap.unparsed, errors=cap.errors, seed=cap.seed, prompt_variant=variant,
             card=mcq_card(ds), sample=f"{SAMPLE} questions, seeded")
     assert cap.errors < cap.n, "every call failed: no capability measured"

@@ -25,20 +25,20 @@ FILES = {"e2": "e2_standard_rag.jsonl", "e3": "e3_filtered_rag.jsonl", "e4": "e4
 
 
 @pytest.fixture(scope="module")
-def study(uncached_llm, embedder, harness_config, tmp_path_factory):
+def study(rag_uncached_llm, rag_embedder, rag_config, tmp_path_factory):
     """All three experiments over --max-queries of the KB's queries (0 = all 150); uncached (LLM and embedding
     vectors), since stage timings and total wall time are specs: a cached run would time cache lookups."""
-    llm = uncached_llm
+    llm = rag_uncached_llm
     total = len(load_experiment_inputs(KB).queries)
-    out = harness_config.harness.report_dir / "e2e4"
-    embedder = embedder.uncached()
-    reranker = make_reranker(harness_config.harness.reranker, embedder)
+    out = rag_config.harness.report_dir / "e2e4"
+    rag_embedder = rag_embedder.uncached()
+    reranker = make_reranker(rag_config.harness.reranker, rag_embedder)
     t0 = time.perf_counter()
-    summary = run_experiments(KB, out, llm=llm, model=llm.label, log_dir=out / "logs", embedder=embedder,
+    summary = run_experiments(KB, out, llm=llm, model=llm.label, log_dir=out / "logs", embedder=rag_embedder,
                               reranker=reranker, db_uri=tmp_path_factory.mktemp("e2e4-db"), overwrite=True,
-                              limit=harness_config.harness.max_queries or None, concurrency=llm.concurrency)
+                              limit=rag_config.harness.max_queries or None, concurrency=llm.concurrency)
     wall = time.perf_counter() - t0
-    selected = min(total, harness_config.harness.max_queries or total)
+    selected = min(total, rag_config.harness.max_queries or total)
     return {"summary": summary, "wall": wall, "rows": {e: load_rows(out / f) for e, f in FILES.items()},
             "selected": selected, "total": total,
             "model": llm.label, "reranker": reranker.name, "embedder_cache": "off", "concurrency": llm.concurrency}
@@ -50,75 +50,75 @@ def _ctx(study, **kw):
 
 
 @pytest.mark.spec("E2E4-FR4-1", "E2E4-FR5-2")
-def test_all_queries_processed(study, spec, check):
-    exp = {"E2E4-FR4-1": "e2", "E2E4-FR5-2": "e3"}[spec.id]
+def test_all_queries_processed(study, rag_spec, rag_check):
+    exp = {"E2E4-FR4-1": "e2", "E2E4-FR5-2": "e3"}[rag_spec.id]
     value, why = all_queries_figure(study["selected"], study["total"], len(study["rows"][exp]))
-    check(spec.id, value, **_ctx(study, failed=study["summary"].failed[exp], processed=len(study["rows"][exp]), **why))
+    rag_check(rag_spec.id, value, **_ctx(study, failed=study["summary"].failed[exp], processed=len(study["rows"][exp]), **why))
 
 
 @pytest.mark.spec("E2E4-FR6-1")
-def test_e4_with_reasoning(study, check):
+def test_e4_with_reasoning(study, rag_check):
     rows = study["rows"]["e4"]
     structured = float(np.mean([r.get("structured_output", False) for r in rows])) if rows else 0.0
     reasoned = sum(has_reasoning(r) for r in rows)  # reasoning of its own: an echoed prompt does not count
     value, why = all_queries_figure(study["selected"], study["total"], reasoned)
-    check("E2E4-FR6-1", value, **_ctx(study, structured_json_rate=structured, with_reasoning=reasoned,
+    rag_check("E2E4-FR6-1", value, **_ctx(study, structured_json_rate=structured, with_reasoning=reasoned,
                                       with_any_reasoning_text=sum(bool((r["reasoning_steps"] or "").strip())
                                                                   for r in rows),
                                       detector="harness.techniques.e2e4_reasoning.has_reasoning", **why))
 
 
 @pytest.mark.spec("E2E4-SC-1")
-def test_processed_by_all_three(study, check):
+def test_processed_by_all_three(study, rag_check):
     ids = [set(r["query_id"] for r in study["rows"][e]) for e in FILES]
     value, why = all_queries_figure(study["selected"], study["total"], len(set.intersection(*ids)))
-    check("E2E4-SC-1", value, **_ctx(study, processed_by_all=len(set.intersection(*ids)), **why))
+    rag_check("E2E4-SC-1", value, **_ctx(study, processed_by_all=len(set.intersection(*ids)), **why))
 
 
 @pytest.mark.spec("E2E4-FR5-1")
-def test_rerank_time(study, check, measure):
+def test_rerank_time(study, rag_check, rag_measure):
     ms = [r["rerank_time_ms"] for r in study["rows"]["e3"]]
     for e, rows in study["rows"].items():
         for stage in ("retrieval_time_ms", "rerank_time_ms", "llm_time_ms", "total_time_ms"):
             vals = [r[stage] for r in rows if stage in r]
             if vals:
-                measure(f"{e}_{stage}_median", statistics.median(vals), **_ctx(study))
-    check("E2E4-FR5-1", statistics.median(ms), **_ctx(study, n=len(ms), reranker=study["reranker"],
+                rag_measure(f"{e}_{stage}_median", statistics.median(vals), **_ctx(study))
+    rag_check("E2E4-FR5-1", statistics.median(ms), **_ctx(study, n=len(ms), reranker=study["reranker"],
                                                                  embedder_cache=study["embedder_cache"]))
 
 
 @pytest.mark.spec("E2E4-FR5-3")
-def test_reranked_context_more_relevant(study, check, measure):
+def test_reranked_context_more_relevant(study, rag_check, rag_measure):
     c = compare(study["rows"]["e3"], study["rows"]["e2"])
     for e, rows in study["rows"].items():
         for qtype, figs in summarize(rows).items():
             for name, v in figs.items():
                 if name != "n" and not np.isnan(v):
-                    measure(f"{name}:{qtype}", v, technique=e, **_ctx(study, n=figs["n"]))
+                    rag_measure(f"{name}:{qtype}", v, technique=e, **_ctx(study, n=figs["n"]))
     recall = {e: float(np.nanmean([context_recall(r) for r in rows])) for e, rows in study["rows"].items()}
-    check("E2E4-FR5-3", c["context_recall_effect"], **_ctx(study, available=c["n"], context_recall=recall))
+    rag_check("E2E4-FR5-3", c["context_recall_effect"], **_ctx(study, available=c["n"], context_recall=recall))
 
 
 @pytest.mark.spec("E2E4-FR6-2")
-def test_reasoning_specific(study, check):
+def test_reasoning_specific(study, rag_check):
     specific = [specific_reasoning(r) for r in study["rows"]["e4"]]  # context beyond the question's own words
-    check("E2E4-FR6-2", proportion_effect(specific), **_ctx(study, available=len(specific),
+    rag_check("E2E4-FR6-2", proportion_effect(specific), **_ctx(study, available=len(specific),
                                                             detector="harness.techniques.e2e4_reasoning"
                                                                      ".specific_reasoning"))
 
 
 @pytest.mark.spec("E2E4-FR6-3")
-def test_e4_abstains_on_negatives(study, check):
+def test_e4_abstains_on_negatives(study, rag_check):
     s = summarize(study["rows"]["e4"])
     e4_vs_e3 = compare(study["rows"]["e4"], study["rows"]["e3"])
     negatives = [abstains(r["llm_answer"]) for r in study["rows"]["e4"] if r["metadata"].get("query_type") == "negative"]
-    check("E2E4-FR6-3", proportion_effect(negatives),
+    rag_check("E2E4-FR6-3", proportion_effect(negatives),
           **_ctx(study, available=len(negatives), accuracy_by_type={k: v["accuracy"] for k, v in s.items()},
                  e4_vs_e3_accuracy_delta=e4_vs_e3["accuracy_delta"], e4_vs_e3_mcnemar_p=e4_vs_e3["mcnemar_p"]))
 
 
 @pytest.fixture(scope="module")
-def negatives_study(llm, embedder, harness_config, qa_set, tmp_path_factory):
+def negatives_study(rag_llm, rag_embedder, rag_config, rag_qa_set, tmp_path_factory):
     """E4 (the claim) and E2 (its baseline) over the retail KB asked questions it cannot answer: for each set of
     `harness.datasets.negatives` (default FreshQA's false-premise questions and SimpleQA), its first N
     (--max-queries) in file order, drawn on demand (a claim decided at an early look runs no more of them).
@@ -130,11 +130,11 @@ def negatives_study(llm, embedder, harness_config, qa_set, tmp_path_factory):
     from harness.runner import build_services
     from harness.techniques.e2e4 import EXPERIMENTS
 
-    n = harness_config.harness.max_queries or None
-    services, _ = build_services(load_experiment_inputs(KB), llm=llm, model=llm.label, dry_run=False,
+    n = rag_config.harness.max_queries or None
+    services, _ = build_services(load_experiment_inputs(KB), llm=rag_llm, model=rag_llm.label, dry_run=False,
                                  db_uri=tmp_path_factory.mktemp("e2e4-negatives-db"), overwrite=True,
-                                 embedder=embedder, reranker=make_reranker(harness_config.harness.reranker, embedder),
-                                 log=logging.getLogger("rag_harness.e2e4.negatives"), config=harness_config)
+                                 embedder=rag_embedder, reranker=make_reranker(rag_config.harness.reranker, rag_embedder),
+                                 log=logging.getLogger("rag_harness.e2e4.negatives"), config=rag_config)
     pipes = {e: EXPERIMENTS[e](services) for e in ("e2", "e4")}
 
     def one(item):
@@ -147,16 +147,16 @@ def negatives_study(llm, embedder, harness_config, qa_set, tmp_path_factory):
         return out
 
     sets = {}
-    for name in harness_config.harness.datasets.negatives:
-        ds = qa_set("negatives", name)
+    for name in rag_config.harness.datasets.negatives:
+        ds = rag_qa_set("negatives", name)
         pool = [i for i in ds.items if i.false_premise] or ds.items  # a set with false premises: those
-        sets[ds.name] = LazyMap(one, pool[:n], llm.concurrency, stage=f"e2-e4 on out-of-KB questions ({ds.name})")
-    return {"sets": sets, "model": llm.label}
+        sets[ds.name] = LazyMap(one, pool[:n], rag_llm.concurrency, stage=f"e2-e4 on out-of-KB questions ({ds.name})")
+    return {"sets": sets, "model": rag_llm.label}
 
 
 @pytest.mark.spec("E2E4-FR6-3-PUBLIC")
-def test_e4_handles_public_out_of_kb_questions(negatives_study, negatives_name, check_sequential, measure):
-    negatives = Path(negatives_name).name  # a set given as a path is named by its folder
+def test_e4_handles_public_out_of_kb_questions(negatives_study, rag_negatives_name, rag_check_sequential, rag_measure):
+    negatives = Path(rag_negatives_name).name  # a set given as a path is named by its folder
     questions = negatives_study["sets"][negatives]
 
     def measure_at(n: int, confidence: float):
@@ -167,7 +167,7 @@ def test_e4_handles_public_out_of_kb_questions(negatives_study, negatives_name, 
         rows = questions.upto(n)
         rates = {e: float(np.mean([r[e]["safe"] for r in rows])) if rows else float("nan") for e in ("e2", "e4")}
         for e, rate in rates.items():
-            measure("out_of_kb_abstention_or_premise_rejection", rate, technique=e, dataset=negatives,
+            rag_measure("out_of_kb_abstention_or_premise_rejection", rate, technique=e, dataset=negatives,
                     model=negatives_study["model"], n=len(rows))
         e4 = np.array([r["e4"]["safe"] for r in rows], dtype=float)
         e2 = np.array([r["e2"]["safe"] for r in rows], dtype=float)
@@ -178,79 +178,79 @@ def test_e4_handles_public_out_of_kb_questions(negatives_study, negatives_name, 
                 "e4_vs_e2_difference": vs_e2.estimate if vs_e2 else None,
                 "e4_vs_e2_ci": list(vs_e2.ci) if vs_e2 else None}
 
-    check_sequential("E2E4-FR6-3-PUBLIC", measure_at, questions.available, final=final,
+    rag_check_sequential("E2E4-FR6-3-PUBLIC", measure_at, questions.available, final=final,
                      model=negatives_study["model"], dataset=negatives, technique="e4",
                      available=questions.available, kb="retail_kb (the questions are out of its scope)")
 
 
 @pytest.mark.spec("E2E4-NFR-performance")
-def test_total_wall_time(study, check):
+def test_total_wall_time(study, rag_check):
     wall, selected, total = study["wall"], study["selected"], study["total"]
     why = {}
     if selected < total and wall <= 1800:  # over 1,800 s on a subset already refutes it; under, it cannot confirm
         why = {"reason": f"{wall:.0f} s for {selected} of the {total} queries (--max-queries {selected}; linear "
                          f"projection {wall * total / selected:.0f} s for all, not a measurement); "
                          f"--max-queries 0 runs all {total}"}
-    check("E2E4-NFR-performance", float("nan") if why else wall,
+    rag_check("E2E4-NFR-performance", float("nan") if why else wall,
           **_ctx(study, chunks=study["summary"].chunks, wall_seconds=wall, **why))
 
 
 @pytest.mark.spec("E2E4-NFR-reliability")
-def test_success_rate(study, check):
+def test_success_rate(study, rag_check):
     written = sum(study["summary"].written.values())
     failed = sum(len(v) for v in study["summary"].failed.values())
-    check("E2E4-NFR-reliability", written / max(1, written + failed), **_ctx(study, failed=failed))
+    rag_check("E2E4-NFR-reliability", written / max(1, written + failed), **_ctx(study, failed=failed))
 
 
 @pytest.mark.spec("E2E4-FR2-3")
-def test_index_time(embedder, tmp_path, check):
+def test_index_time(rag_embedder, tmp_path, rag_check):
     from harness.retrieval.index.lancedb_store import LanceStore
     from harness.techniques.e2e4 import index_kb
 
-    fresh = type(embedder).__new__(type(embedder))  # same model, no cache: a cold index
-    fresh.__dict__.update(embedder.__dict__)
+    fresh = type(rag_embedder).__new__(type(rag_embedder))  # same model, no cache: a cold index
+    fresh.__dict__.update(rag_embedder.__dict__)
     from harness.retrieval.embed import EmbeddingCache
 
     fresh.cache = EmbeddingCache(None)
     t0 = time.perf_counter()
     stats = index_kb(load_experiment_inputs(KB), LanceStore(tmp_path / "db", "kb"), fresh)
-    check("E2E4-FR2-3", time.perf_counter() - t0, chunks=stats.rows, encoded=stats.encoded, embedder=embedder.name)
+    rag_check("E2E4-FR2-3", time.perf_counter() - t0, chunks=stats.rows, encoded=stats.encoded, embedder=rag_embedder.name)
 
 
 @pytest.mark.spec("E2E4-FR3-1")
-def test_query_load_time(benchmark, check):
+def test_query_load_time(benchmark, rag_check):
     from harness.data.experiment import load_queries_jsonl
 
     qs = benchmark.pedantic(load_queries_jsonl, args=(KB / "queries.jsonl",), rounds=20, iterations=1)
     assert len(qs) == 150
-    check("E2E4-FR3-1", benchmark.stats.stats.max, median_s=benchmark.stats.stats.median)
+    rag_check("E2E4-FR3-1", benchmark.stats.stats.max, median_s=benchmark.stats.stats.median)
 
 
 @pytest.mark.spec("E2E4-FR7-1")
-def test_dry_run_time(tmp_path, check):
+def test_dry_run_time(tmp_path, rag_check):
     t0 = time.perf_counter()
     s = run_experiments(KB, tmp_path / "out", dry_run=True, log_dir=tmp_path / "logs")
     assert s.written == {"e2": 150, "e3": 150, "e4": 150}
-    check("E2E4-FR7-1", time.perf_counter() - t0, queries=150, experiments=3)
+    rag_check("E2E4-FR7-1", time.perf_counter() - t0, queries=150, experiments=3)
 
 
 # ---------------------------------------------------------------- hallucination and faithfulness (issue 19)
 @pytest.fixture(scope="module")
-def judged(study, judges, judge_agreement, harness_config):
+def judged(study, rag_judges, rag_judge_agreement, rag_config):
     """Every E2/E3/E4 answer judged claim by claim against the chunks its pipeline was given, by the primary
     judge (the first --judge, default the --llm model) and by the judge-free lexical baseline."""
     from harness.judge import LexicalJudge
     from harness.judge.study import judge_answers
 
-    h = harness_config.harness
-    judge = judges[0]
+    h = rag_config.harness
+    judge = rag_judges[0]
     out = {}
     for name, jdg in ((judge.name, judge), ("lexical", LexicalJudge())):
         out[name] = {e: judge_answers(jdg, [(r["query"], "\n\n".join(c["text"] for c in r["retrieved_chunks"]),
                                              r["llm_answer"]) for r in rows],
                                       max_claims=h.judge.max_claims, seed=h.judge.seed, stage=f"judging {e} answers")
                      for e, rows in study["rows"].items()}
-    return {"by_judge": out, "judge": judge.name, "reliability": judge_agreement.reliability[judge.name]}
+    return {"by_judge": out, "judge": judge.name, "reliability": rag_judge_agreement.reliability[judge.name]}
 
 
 def _per_query(study, judged, judge: str, exp: str, attr: str) -> dict[str, float]:
@@ -294,9 +294,9 @@ def _judged_ctx(study, judged, **kw):
 
 
 @pytest.mark.spec("E2E4-HALLU-1", "E2E4-HALLU-2")
-def test_hallucination_rate_paired(study, judged, spec, check, measure):
-    candidate, baseline = {"E2E4-HALLU-1": ("e3", "e2"), "E2E4-HALLU-2": ("e4", "e3")}[spec.id]
-    if spec.id == "E2E4-HALLU-1":  # the per-experiment, per-query-type figures, once
+def test_hallucination_rate_paired(study, judged, rag_spec, rag_check, rag_measure):
+    candidate, baseline = {"E2E4-HALLU-1": ("e3", "e2"), "E2E4-HALLU-2": ("e4", "e3")}[rag_spec.id]
+    if rag_spec.id == "E2E4-HALLU-1":  # the per-experiment, per-query-type figures, once
         from harness.judge.study import summarize_by_type
 
         for judge, by_exp in judged["by_judge"].items():
@@ -305,7 +305,7 @@ def test_hallucination_rate_paired(study, judged, spec, check, measure):
                 for qtype, row in summarize_by_type(js, types).items():
                     counts = {k: v for k, v in row.items() if k not in ("faithfulness", "hallucination_rate")}
                     for name in ("faithfulness", "hallucination_rate"):
-                        measure(f"{name}:{qtype}", row[name], technique=e, judge=judge, **_ctx(study, **counts))
+                        rag_measure(f"{name}:{qtype}", row[name], technique=e, judge=judge, **_ctx(study, **counts))
         from harness.judge import context_precision, context_recall as id_recall
 
         for e, rows in study["rows"].items():  # no judge: the queries' gold pages (context_reference)
@@ -313,23 +313,23 @@ def test_hallucination_rate_paired(study, judged, spec, check, measure):
             for name, fn in (("context_precision", context_precision), ("context_recall", id_recall)):
                 vals = [fn([c["metadata"]["filename"] for c in r["retrieved_chunks"]], set(r["context_reference"]))
                         for r in gold_rows]
-                measure(name, float(np.mean(vals)) if vals else float("nan"), technique=e,
+                rag_measure(name, float(np.mean(vals)) if vals else float("nan"), technique=e,
                         **_ctx(study, n=len(vals), gold="context_reference pages (no judge)"))
     effect, ids = _paired_hallucination(study, judged, candidate, baseline, judged["judge"])
     lex, _ = _paired_hallucination(study, judged, candidate, baseline, "lexical")
-    check(spec.id, effect, **_judged_ctx(study, judged, available=len(ids), candidate=candidate, baseline=baseline,
+    rag_check(rag_spec.id, effect, **_judged_ctx(study, judged, available=len(ids), candidate=candidate, baseline=baseline,
                                          lexical_difference=lex.estimate if lex.n else None,
                                          lexical_ci=list(lex.ci) if lex.n else None,
                                          per_query=_hallucination_table(study, judged, candidate, baseline, ids)))
 
 
 @pytest.mark.spec("E2E4-HALLU-NEG")
-def test_e4_answers_fewer_negatives(study, check):
+def test_e4_answers_fewer_negatives(study, rag_check):
     rows = {e: {r["query_id"]: r for r in study["rows"][e] if r["metadata"].get("query_type") == "negative"}
             for e in ("e2", "e4")}
     ids = sorted(set(rows["e2"]) & set(rows["e4"]))
     answered = {e: [not abstains(rows[e][q]["llm_answer"]) for q in ids] for e in rows}
     effect = paired_effect([float(x) for x in answered["e4"]], [float(x) for x in answered["e2"]], binary=True)
-    check("E2E4-HALLU-NEG", effect, **_ctx(study, available=len(ids),
+    rag_check("E2E4-HALLU-NEG", effect, **_ctx(study, available=len(ids),
                                            answered={e: float(np.mean(v)) if v else None for e, v in answered.items()},
                                            detector="harness.metrics.qa.is_abstention"))

@@ -34,11 +34,11 @@ def _paths():
 
 
 @pytest.mark.parametrize("name", ["cranfield", "halueval-qa"])
-def test_embedding_throughput_against_the_limit(name, machine, beir_dataset, measure):
+def test_embedding_throughput_against_the_limit(name, machine, rag_beir_dataset, rag_measure):
     from harness.retrieval.embed import packaged_model_path
     from harness.retrieval.embed_throughput import EncoderShape, min_cosine, passages_per_s_limit, time_encoding
 
-    docs = list(beir_dataset(name).corpus.values())
+    docs = list(rag_beir_dataset(name).corpus.values())
     texts = [d.full_text for d in random.Random(0).sample(docs, min(SAMPLE, len(docs)))]
     folder = packaged_model_path("all-MiniLM-L6-v2")
     shape = EncoderShape.from_folder(folder)
@@ -56,10 +56,10 @@ def test_embedding_throughput_against_the_limit(name, machine, beir_dataset, mea
     for label, rate in rates.items():
         one = label.split(",")[0] + ", one at a time"
         extra = {"min_cosine_to_one_at_a_time": min_cosine(vectors[label], vectors[one])} if one != label else {}
-        measure("embedding_passages_per_s", rate.per_s, dataset=name, model="all-MiniLM-L6-v2",
+        rag_measure("embedding_passages_per_s", rate.per_s, dataset=name, model="all-MiniLM-L6-v2",
                 mean_tokens=float(np.mean(tokens)), **rate.as_context(), **machine.as_context(), **extra)
     float_ref = vectors["float torch, one at a time"]
     for label, vecs in vectors.items():
-        measure("embedding_min_cosine_to_float_reference", min_cosine(vecs, float_ref), dataset=name, path=label)
+        rag_measure("embedding_min_cosine_to_float_reference", min_cosine(vecs, float_ref), dataset=name, path=label)
     assert all(r.share_of_limit < 1.5 for r in rates.values()), \
         f"a path beat the arithmetic limit by half again: the FLOP count or the matmul rate is wrong: {rates}"

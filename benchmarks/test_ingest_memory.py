@@ -25,10 +25,10 @@ def probes(pytestconfig, tmp_path_factory):
     return out
 
 
-def test_ingestion_memory_is_bounded(probes, measure):
+def test_ingestion_memory_is_bounded(probes, rag_measure):
     for n, p in probes.items():
         assert p["rows"] == n
-        measure("ingest_peak_rss_mib", p["peak_rss_mib"], **p)
+        rag_measure("ingest_peak_rss_mib", p["peak_rss_mib"], **p)
     small, large = probes[100_000], probes[1_000_000]
     grown = large["peak_rss_mib"] - small["peak_rss_mib"]
     assert grown < 0.5 * (large["vectors_mib"] - small["vectors_mib"]), \

@@ -77,14 +77,14 @@ def throughput_study(tmp_path_factory):
 
 
 @pytest.mark.spec("LIVE-THROUGHPUT")
-def test_throughput_against_the_ideal(throughput_study, check, measure):
+def test_throughput_against_the_ideal(throughput_study, rag_check, rag_measure):
     seq, con = throughput_study["sequential"], throughput_study["concurrent"]
     assert con["written"] == 450 and seq["written"] == 3 * SEQUENTIAL_QUERIES and con["failed"] == 0
     for mode, r in throughput_study.items():
-        measure(f"e2e4_{mode}_wall_s", r["wall_s"], calls=r["calls"], concurrency=r["concurrency"], model=MODEL,
+        rag_measure(f"e2e4_{mode}_wall_s", r["wall_s"], calls=r["calls"], concurrency=r["concurrency"], model=MODEL,
                 latency_s=LATENCY_S, s_per_call=r["s_per_call"])
     sequential_s = seq["s_per_call"] * con["calls"]  # the sequential rate over the concurrent run's calls
-    check("LIVE-THROUGHPUT", con["wall_s"] / con["ideal_s"], model=MODEL, dataset="retail_kb (150 queries x 3)",
+    rag_check("LIVE-THROUGHPUT", con["wall_s"] / con["ideal_s"], model=MODEL, dataset="retail_kb (150 queries x 3)",
           calls=con["calls"], latency_s=LATENCY_S, concurrency=CONCURRENCY, wall_s=con["wall_s"],
           ideal_s=con["ideal_s"], sequential_s_per_call=seq["s_per_call"], sequential_calls=seq["calls"],
           sequential_wall_s_estimated=sequential_s, speedup=sequential_s / con["wall_s"],
@@ -211,19 +211,19 @@ def fault_study(tmp_path_factory):
 
 
 @pytest.mark.spec("LIVE-NO-LOSS")
-def test_no_result_lost_or_duplicated(fault_study, check):
+def test_no_result_lost_or_duplicated(fault_study, rag_check):
     f = fault_study
     assert 0 < f["killed_after"] < f["expected"], "killed mid-run"
     assert f["statuses"].get(429), "the run met no 429 (the API throttles a share of requests whatever its window)"
-    check("LIVE-NO-LOSS", f["lost"] + f["duplicated"], model=MODEL, lost=f["lost"], duplicated=f["duplicated"],
+    rag_check("LIVE-NO-LOSS", f["lost"] + f["duplicated"], model=MODEL, lost=f["lost"], duplicated=f["duplicated"],
           killed_after=f["killed_after"], results=f["expected"], statuses=f["statuses"], error_rate=ERROR_RATE,
           rpm=RPM, time_scale=TIME_SCALE, resume_gap_s=f["resume_gap_s"])
 
 
 @pytest.mark.spec("LIVE-RATE-LIMIT")
-def test_client_stays_within_its_rate_limit(fault_study, check):
+def test_client_stays_within_its_rate_limit(fault_study, rag_check):
     f = fault_study
-    check("LIVE-RATE-LIMIT", f["peak_all"] / RPM, model=MODEL, peak_requests_per_60s=f["peak_all"],
+    rag_check("LIVE-RATE-LIMIT", f["peak_all"] / RPM, model=MODEL, peak_requests_per_60s=f["peak_all"],
           peak_per_process=f["peaks"], rpm=RPM,
           requests=f["requests"], statuses=f["statuses"], simulated_s=f["simulated_s"], real_s=f["real_s"],
           unlimited_requests_per_60s=f["unlimited_pace"],
@@ -233,11 +233,11 @@ def test_client_stays_within_its_rate_limit(fault_study, check):
 
 
 @pytest.mark.spec("LIVE-RATE-LIMIT-RESUME")
-def test_a_resume_keeps_the_killed_runs_rate_window(fault_study, check):
+def test_a_resume_keeps_the_killed_runs_rate_window(fault_study, rag_check):
     f = fault_study
     # a resume released a minute or more after the killed run's last request shares no window with it
     assert f["released_after_s"] < 60.0, f"the resume was released {f['released_after_s']} s after the kill"
-    check("LIVE-RATE-LIMIT-RESUME", f["peak_around_kill"] / RPM, model=MODEL,
+    rag_check("LIVE-RATE-LIMIT-RESUME", f["peak_around_kill"] / RPM, model=MODEL,
           peak_requests_per_60s_around_the_kill=f["peak_around_kill"], rpm=RPM,
           requests_around_the_kill=f["requests_around_kill"], carried_slots=f["carried_slots"],
           released_after_s=f["released_after_s"], resume_gap_s=f["resume_gap_s"], statuses=f["statuses"],
@@ -278,10 +278,10 @@ def budget_study(tmp_path_factory):
 
 
 @pytest.mark.spec("LIVE-BUDGET")
-def test_half_budget_stops_halfway(budget_study, check):
+def test_half_budget_stops_halfway(budget_study, rag_check):
     full, half = budget_study["uncapped"], budget_study["half"]
     assert full["written"] == 450 and not full["stopped"]
-    check("LIVE-BUDGET", half["calls"] / full["calls"], model=MODEL, calls_uncapped=full["calls"],
+    rag_check("LIVE-BUDGET", half["calls"] / full["calls"], model=MODEL, calls_uncapped=full["calls"],
           calls_with_half_budget=half["calls"], spent_uncapped_usd=full["spent_usd"], cap_usd=half["cap_usd"],
           spent_capped_usd=half["spent_usd"], results_written=half["written"], not_started=half["not_started"],
           stopped_by_cap=half["stopped"], concurrency=CONCURRENCY, price=PRICE.model_dump())
@@ -315,8 +315,8 @@ def estimate_study(tmp_path_factory):
 
 
 @pytest.mark.spec("LIVE-ESTIMATE")
-def test_estimate_against_the_bill(estimate_study, check):
+def test_estimate_against_the_bill(estimate_study, rag_check):
     e = estimate_study
     assert e["billed_calls"] == 450
-    check("LIVE-ESTIMATE", e["estimated_usd"] / e["billed_usd"], model=MODEL, **e, price=PRICE.model_dump(),
+    rag_check("LIVE-ESTIMATE", e["estimated_usd"] / e["billed_usd"], model=MODEL, **e, price=PRICE.model_dump(),
           simulated_tokenizer="4 characters per token", estimate_model="openai/gpt-4o-mini")

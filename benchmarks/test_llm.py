@@ -11,19 +11,19 @@ pytestmark = pytest.mark.benchmark
 PROMPT = "Write a passage that answers the question.\n\nQuestion: why does a wing stall at high angle of attack?"
 
 
-def test_llm_generation_throughput_and_cache(llm, tmp_path, measure):
-    c = llm.with_cache(ResponseCache(tmp_path / "llm-cache"))
+def test_llm_generation_throughput_and_cache(rag_llm, tmp_path, rag_measure):
+    c = rag_llm.with_cache(ResponseCache(tmp_path / "llm-cache"))
     first = c.complete(PROMPT, max_tokens=128, temperature=0.0)
     assert first.text.strip() and not first.cached and c.stats.calls == 1
-    measure("llm_tokens_per_second", first.completion_tokens / first.latency_s, model=llm.label,
+    rag_measure("llm_tokens_per_second", first.completion_tokens / first.latency_s, model=rag_llm.label,
             completion_tokens=first.completion_tokens)
-    measure("llm_latency_s", first.latency_s, model=llm.label, prompt_tokens=first.prompt_tokens)
+    rag_measure("llm_latency_s", first.latency_s, model=rag_llm.label, prompt_tokens=first.prompt_tokens)
     second = c.complete(PROMPT, max_tokens=128, temperature=0.0)
     assert second.cached and second.text == first.text
     assert c.stats.calls == 1 and c.stats.cache_hits == 1, "the second identical run made no model call"
 
 
-def test_packaged_base_model_through_text_completion(tmp_path, measure):
+def test_packaged_base_model_through_text_completion(tmp_path, rag_measure):
     """The second packaged model (gemma-3-270m BASE, Q4_K_M, split across PyPI part packages): joined once,
     served by the harness, reached through litellm's text-completion route with a few-shot prompt."""
     from harness.llm.local import LocalModelServer, LocalModelUnavailable
@@ -43,6 +43,6 @@ def test_packaged_base_model_through_text_completion(tmp_path, measure):
         server.stop()
     queries = parse_lines("1." + res.text)
     assert queries, f"no query parsed from {res.text!r}"
-    measure("llm_tokens_per_second", res.completion_tokens / res.latency_s, model=c.label,
+    rag_measure("llm_tokens_per_second", res.completion_tokens / res.latency_s, model=c.label,
             completion_tokens=res.completion_tokens, route=server.litellm_model.split("/")[0])
-    measure("parsed_queries", len(queries), model=c.label)
+    rag_measure("parsed_queries", len(queries), model=c.label)

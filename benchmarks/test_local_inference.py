@@ -20,11 +20,11 @@ def machine(pytestconfig):
 
 @pytest.mark.parametrize("threads", [1, 2])
 @pytest.mark.parametrize("slots", [1, 2, 4])
-def test_local_inference_throughput(harness_config, machine, slots, threads, measure):
+def test_local_inference_throughput(rag_config, machine, slots, threads, rag_measure):
     from harness.llm import throughput as tp
     from harness.llm.local import LocalModelServer, LocalModelUnavailable
 
-    model = harness_config.harness.llm.model
+    model = rag_config.harness.llm.model
     if not model.startswith("local/"):
         pytest.skip(f"{model} is not a local model: nothing to serve")
     try:
@@ -40,8 +40,8 @@ def test_local_inference_throughput(harness_config, machine, slots, threads, mea
     limits = tp.limits_for(meta, machine)
     ctx = {"model": model, "slots": slots, "concurrency": slots, "threads": threads, "n_params": meta["n_params"],
            "weight_bytes": meta["size"], **machine.as_context(), **limits, **r.as_context()}
-    measure("local_prompt_tokens_per_s", r.prompt_tps, share_of_matmul_limit=r.prompt_tps / limits["prompt_tps_limit"],
+    rag_measure("local_prompt_tokens_per_s", r.prompt_tps, share_of_matmul_limit=r.prompt_tps / limits["prompt_tps_limit"],
             **ctx)
-    measure("local_generation_tokens_per_s", r.generation_tps,
+    rag_measure("local_generation_tokens_per_s", r.generation_tps,
             share_of_one_sequence_bandwidth_limit=r.generation_tps / limits["generation_tps_limit_one_sequence"], **ctx)
     assert r.completion_tokens == r.requests * 64, "every generation ran to its 64 tokens (end-of-sequence ignored)"

@@ -39,7 +39,7 @@ def _theirs(pytrec_eval, qrels, run) -> dict[str, dict[str, float]]:
     return out
 
 
-def test_metrics_as_fast_as_pytrec_eval_and_equal(tmp_path, measure):
+def test_metrics_as_fast_as_pytrec_eval_and_equal(tmp_path, rag_measure):
     pytrec_eval = pytest.importorskip("pytrec_eval", reason="pip install pytrec-eval-terrier (the dev extra)")
     qrels, run = synthetic()
     run_file, qrels_file = tmp_path / "synthetic.run", tmp_path / "synthetic.qrels"
@@ -61,7 +61,7 @@ def test_metrics_as_fast_as_pytrec_eval_and_equal(tmp_path, measure):
     context = {"queries": len(qids), "hits_per_query": 100, "measures": MEASURES, "timing": "best of 5, interleaved",
                "max_abs_difference": worst}
     for name, (t_ref, t_ours) in {"compute": compute, "end_to_end": end_to_end}.items():
-        measure(f"metrics_vs_pytrec_eval_{name}_ratio", t_ours / t_ref, harness_s=t_ours, pytrec_eval_s=t_ref,
+        rag_measure(f"metrics_vs_pytrec_eval_{name}_ratio", t_ours / t_ref, harness_s=t_ours, pytrec_eval_s=t_ref,
                 **context)
     assert compute[1] <= compute[0], f"metrics alone: harness {compute[1]:.3f} s, pytrec_eval {compute[0]:.3f} s"
     assert end_to_end[1] <= end_to_end[0], \

@@ -28,7 +28,7 @@ def ray_local(pytestconfig):
     ray.shutdown()
 
 
-def test_ray_throughput_per_worker(ray_local, tmp_path, measure):
+def test_ray_throughput_per_worker(ray_local, tmp_path, rag_measure):
     from harness.retrieval.index.ray_ingest import ray_index_corpus
 
     write_corpus(tmp_path / "corpus.jsonl", N)
@@ -38,10 +38,10 @@ def test_ray_throughput_per_worker(ray_local, tmp_path, measure):
         st = ray_index_corpus(tmp_path / "corpus.jsonl", store, ONNX_INT8_MINILM, 384, workers=workers, batch=25)
         assert st.rows == N == len(store)
         stats[workers] = st
-        measure(f"ray_passages_per_s_{workers}w", st.passages_per_s, workers=workers, passages=N,
+        rag_measure(f"ray_passages_per_s_{workers}w", st.passages_per_s, workers=workers, passages=N,
                 pipeline_seconds=st.pipeline_seconds, index_seconds=st.index_seconds, per_worker=st.per_worker)
     ratio = stats[2].passages_per_s / stats[1].passages_per_s
-    measure("ray_speedup_2w_over_1w", ratio, per_worker_1w=stats[1].per_worker, per_worker_2w=stats[2].per_worker)
+    rag_measure("ray_speedup_2w_over_1w", ratio, per_worker_1w=stats[1].per_worker, per_worker_2w=stats[2].per_worker)
     print(f"\nRay, {N} passages, int8 ONNX: 1 worker {stats[1].passages_per_s:.1f} passages/s "
           f"({stats[1].pipeline_seconds:.1f} s); 2 workers {stats[2].passages_per_s:.1f} passages/s "
           f"({stats[2].pipeline_seconds:.1f} s, {stats[2].per_worker:.1f} per worker); 2 over 1: {ratio:.2f}")

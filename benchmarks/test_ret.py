@@ -39,28 +39,28 @@ def _run(question_id: str, correct: bool, res, q, seconds: float, trace: Trace, 
 
 
 @pytest.fixture(scope="module")
-def ret_study(uncached_llm, embedder, harness_config, make_technique, qa_set, tmp_path_factory):
+def ret_study(rag_uncached_llm, rag_embedder, rag_config, rag_make_technique, rag_qa_set, tmp_path_factory):
     """Matched pairs, uncached: RET-GATE-6 is a latency figure and a cache hit would hide the model's time.
     Each run's wall time covers every call of the arm: retrieval, the RET calls and the choice / answer."""
-    from harness.plugin.fixtures import persistent_index
+    from harness.techniques.backends import persistent_index
 
-    llm = uncached_llm
-    n = harness_config.harness.max_queries or 10_000
-    if harness_config.harness.datasets.ret == "retail_kb":
+    llm = rag_uncached_llm
+    n = rag_config.harness.max_queries or 10_000
+    if rag_config.harness.datasets.ret == "retail_kb":
         inputs = load_experiment_inputs(KB)
         store = LanceStore(tmp_path_factory.mktemp("ret-db"), "kb")
-        index_kb(inputs, store, embedder)
-        mcq, open_qa = retail_study(inputs, n, harness_config.harness.seed)
+        index_kb(inputs, store, rag_embedder)
+        mcq, open_qa = retail_study(inputs, n, rag_config.harness.seed)
         dataset = "retail_kb (derived MCQ + multi-hop open QA)"
     else:
-        ds = qa_set("ret")
-        store = persistent_index(ds, embedder, harness_config)
-        mcq, open_qa = qa_study(ds, n, harness_config.harness.seed)
+        ds = rag_qa_set("ret")
+        store = persistent_index(ds, rag_embedder, rag_config)
+        mcq, open_qa = qa_study(ds, n, rag_config.harness.seed)
         dataset = ds.name
-    services = Services(harness_config, retriever=Retriever(store, embedder), embedder=embedder, llm=llm)
+    services = Services(rag_config, retriever=Retriever(store, rag_embedder), embedder=rag_embedder, llm=llm)
     # the tiny local models cannot produce RET's JSON; they get the few-shot completion prompts
-    variant = "completion" if llm.label.startswith("local/") else harness_config.ret.prompt_variant
-    arms = {arm: make_technique("ret", services, enable_ret=arm == "on", prompt_variant=variant)
+    variant = "completion" if llm.label.startswith("local/") else rag_config.ret.prompt_variant
+    arms = {arm: rag_make_technique("ret", services, enable_ret=arm == "on", prompt_variant=variant)
             for arm in ("off", "on")}
     bar = progress("ret study (mcq + open, arms off/on)", len(mcq) + len(open_qa))
 
@@ -122,13 +122,13 @@ def _ctx(study, **kw):
 
 
 @pytest.mark.spec("RET-GATE-1")
-def test_accuracy_delta(ret_study, check):
+def test_accuracy_delta(ret_study, rag_check):
     off, on = _runs(ret_study, "mcq")
     a, b = np.array([r.correct for r in on]), np.array([r.correct for r in off])
     mc = mcnemar(a, b)
     o_off, o_on = _runs(ret_study, "open")
     effect = paired_effect(a.astype(float), b.astype(float), binary=True, seed=1)
-    check("RET-GATE-1", effect, **_ctx(ret_study, available=len(a), mcnemar_exact_p=mc.p_value,
+    rag_check("RET-GATE-1", effect, **_ctx(ret_study, available=len(a), mcnemar_exact_p=mc.p_value,
                                        fallback_rate=fallback_rate(off, on),
                                        mcq_accuracy_off=float(b.mean()),
                                        mcq_accuracy_on=float(a.mean()),
@@ -137,27 +137,27 @@ def test_accuracy_delta(ret_study, check):
 
 
 @pytest.mark.spec("RET-GATE-2")
-def test_fingerprint_recall_lift(ret_study, check):
+def test_fingerprint_recall_lift(ret_study, rag_check):
     fig = fingerprint_recall_lift(*_runs(ret_study))
-    check("RET-GATE-2", fig.value, **_ctx(ret_study, n=fig.n, subset="questions the baseline answers wrongly",
+    rag_check("RET-GATE-2", fig.value, **_ctx(ret_study, n=fig.n, subset="questions the baseline answers wrongly",
                                           **fig.detail))
 
 
 @pytest.mark.spec("RET-GATE-3")
-def test_selection_rank_correlation(ret_study, check):
+def test_selection_rank_correlation(ret_study, rag_check):
     tau_on, tau_off, tau_rule = paired_taus(*_runs(ret_study))
     rule = "tau -1 in an arm whose top 10 lost every answer-relevant passage the other kept; alike undefined: left out"
     if len(tau_on) < 2:
-        check("RET-GATE-3", float("nan"), **_ctx(ret_study, n=len(tau_on), tau_rule=tau_rule, scoring=rule,
+        rag_check("RET-GATE-3", float("nan"), **_ctx(ret_study, n=len(tau_on), tau_rule=tau_rule, scoring=rule,
                                                  reason="fewer than 2 questions with tau scored in both arms"))
         return
-    check("RET-GATE-3", paired_effect(tau_on, tau_off, bounds=(-1.0, 1.0), seed=1),
+    rag_check("RET-GATE-3", paired_effect(tau_on, tau_off, bounds=(-1.0, 1.0), seed=1),
           **_ctx(ret_study, tau_rule=tau_rule, scoring=rule, tau_off=float(tau_off.mean()), tau_on=float(tau_on.mean()),
                  fallback_rate=fallback_rate(*_runs(ret_study))))
 
 
 @pytest.mark.spec("RET-GATE-4")
-def test_hypothesis_answer_alignment(ret_study, check):
+def test_hypothesis_answer_alignment(ret_study, rag_check):
     _, on = _arms(ret_study, "mcq")
     aligned, ties = [], 0
     for r in on:  # the questions RET answers correctly, where it ran (the subset the proposal names)
@@ -167,26 +167,26 @@ def test_hypothesis_answer_alignment(ret_study, check):
         ties += top_coverage_hypothesis(res) is None
         aligned.append(hypothesis_alignment(res, r["options"], r["gold_index"]))
     rate = float(np.mean(aligned)) if aligned else float("nan")
-    check("RET-GATE-4", proportion_effect(aligned), **_ctx(ret_study, available=len(aligned), top_coverage_ties=ties,
+    rag_check("RET-GATE-4", proportion_effect(aligned), **_ctx(ret_study, available=len(aligned), top_coverage_ties=ties,
                                                            matching="token F1, best option, ties unmatched; a tie "
                                                                     "for the top coverage credits no hypothesis",
                                                            flag_below_50=bool(aligned) and rate < 0.5))
 
 
 @pytest.mark.spec("RET-GATE-5")
-def test_added_cost(ret_study, check):
+def test_added_cost(ret_study, rag_check):
     fig = added_cost_ratio(*_runs(ret_study))
     price = ret_study["price"]
-    check("RET-GATE-5", fig.value, **_ctx(ret_study, n=fig.n, unit="USD",
+    rag_check("RET-GATE-5", fig.value, **_ctx(ret_study, n=fig.n, unit="USD",
                                           price=price.model_dump() if price else "litellm's (or none: unpriced)",
                                           ret_stage_cost_usd=sum(r["res"].ret_cost_usd for r in _arms(ret_study)[1]),
                                           **fig.detail))
 
 
 @pytest.mark.spec("RET-GATE-6")
-def test_added_latency(ret_study, check):
+def test_added_latency(ret_study, rag_check):
     fig = added_latency(*_runs(ret_study))
-    check("RET-GATE-6", fig.value, **_ctx(ret_study, n=fig.n, timing="wall time of every call in both arms",
+    rag_check("RET-GATE-6", fig.value, **_ctx(ret_study, n=fig.n, timing="wall time of every call in both arms",
                                           median_ret_stage_s=statistics.median(r["res"].ret_seconds
                                                                                for r in _arms(ret_study)[1]),
                                           **fig.detail))

@@ -202,7 +202,9 @@ class HarnessSettings(_Strict):
     # `az://`), opened with `index_storage_options` (credentials, region, endpoint). `ragharness ray-index` writes there
     index_uri: str | None = None
     index_storage_options: dict[str, str] = Field(default_factory=dict)
-    data_dir: Path = Path("../shared/data")
+    # BEIR / QA sets: dataset names in harness.datasets.* are folders under it (or absolute paths); relative to
+    # the project (the pytest rootdir); `--data-dir` overrides it
+    data_dir: Path = Path("data")
     corpus: str = "cranfield"
     embedder: str = "all-MiniLM-L6-v2-onnx-int8"  # EMB-INT8-NDCG: within 0.005 nDCG@10 of the float model
     reranker: str = "maxsim-minilm"

@@ -33,14 +33,14 @@ def load_beir_corpus_only(path: Path):
 
 
 @pytest.fixture(scope="session")
-def unit_retriever(mini, hashing_embedder, tmp_path_factory):
+def unit_retriever(mini, rag_hashing_embedder, tmp_path_factory):
     store = LanceStore(tmp_path_factory.mktemp("unit-db"), "mini")
-    store.index(list(mini.corpus.values()), hashing_embedder)
-    return Retriever(store, hashing_embedder)
+    store.index(list(mini.corpus.values()), rag_hashing_embedder)
+    return Retriever(store, rag_hashing_embedder)
 
 
 @pytest.fixture
-def unit_web(mini_web_docs, hashing_embedder, tmp_path):
+def unit_web(mini_web_docs, rag_hashing_embedder, tmp_path):
     store = LanceStore(tmp_path / "web-db", "web")
-    store.index(mini_web_docs, hashing_embedder)
-    return LocalWebSearch(Retriever(store, hashing_embedder), domain="web.local")
+    store.index(mini_web_docs, rag_hashing_embedder)
+    return LocalWebSearch(Retriever(store, rag_hashing_embedder), domain="web.local")

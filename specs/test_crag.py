@@ -42,10 +42,10 @@ def action_by(aggregate: Callable[[Sequence[float]], float], scores: Sequence[fl
 
 
 @pytest.mark.spec("CRAG-001")
-def test_evaluator_three_categories(check):
+def test_evaluator_three_categories(rag_check):
     """The evaluator over several documents each: the actions seen are all three only when it aggregates by max."""
     got = [RetrievalEvaluator(score_in_text).evaluate("q", scored(*s)) for s, _ in AGGREGATION_CASES]
-    check("CRAG-001", sorted({a for a, _ in got}), cases=[{"scores": list(s), "expected": e, "action": a, "confidence": c}
+    rag_check("CRAG-001", sorted({a for a, _ in got}), cases=[{"scores": list(s), "expected": e, "action": a, "confidence": c}
                                                          for (s, e), (a, c) in zip(AGGREGATION_CASES, got)])
     assert got == [(e, max(s)) for s, e in AGGREGATION_CASES]
     docs = [Hit("d", 1.0, "text")]
@@ -63,10 +63,10 @@ def test_aggregation_cases_tell_max_from_mean_min_and_one_threshold():
 
 
 @pytest.mark.spec("CRAG-002")
-def test_web_search_on_incorrect(unit_retriever, unit_web, check):
+def test_web_search_on_incorrect(unit_retriever, unit_web, rag_check):
     crag = CRAG(unit_retriever, unit_web, RetrievalEvaluator(fixed_scorer(0.05)), None)
     res = crag.run("why does a wing stall", generate=False)
-    check("CRAG-002", unit_web.calls if res.action == INCORRECT else 0, action=res.action)
+    rag_check("CRAG-002", unit_web.calls if res.action == INCORRECT else 0, action=res.action)
     assert res.trace.called("web_search")
     assert all(h.metadata["source"] == "web" for h in res.sources)
 
@@ -98,7 +98,7 @@ def count_sentences(text: str) -> int:
 
 
 @pytest.mark.spec("CRAG-004")
-def test_strips_are_one_or_two_sentences(mini, check):
+def test_strips_are_one_or_two_sentences(mini, rag_check):
     from harness.retrieval.chunking import knowledge_strips
 
     long = ("The wing was tested in a slipstream at several angles of attack, and the lift increase was measured "
@@ -108,7 +108,7 @@ def test_strips_are_one_or_two_sentences(mini, check):
     texts = [d.text for d in mini.corpus.values()] + [long, paragraph]
     assert count_sentences(paragraph) == 5
     counts = [count_sentences(s) for t in texts for s in knowledge_strips(t)]
-    check("CRAG-004", max(counts), strips=len(counts))
+    rag_check("CRAG-004", max(counts), strips=len(counts))
     assert len(knowledge_strips(long)) > 1, "long sentences split at clauses"
     assert min(counts) >= 1
 
@@ -131,31 +131,31 @@ def test_accuracy_delta_computation():
 
 
 @pytest.mark.spec("CRAG-006")
-def test_ambiguous_combines_both_sources(unit_retriever, unit_web, check):
+def test_ambiguous_combines_both_sources(unit_retriever, unit_web, rag_check):
     trace = Trace()
     crag = CRAG(unit_retriever, unit_web, RetrievalEvaluator(fixed_scorer(0.5)), None, strip_scorer=fixed_scorer(0.9))
     res = crag.run("does the warranty cover accidental damage", trace, generate=False)
     # the sources whose text reached the context, by kind (a source CRAG returns but leaves out does not count)
     kinds = sorted({h.metadata["source"] for h in res.sources if h.text.split(".")[0] in res.context})
-    check("CRAG-006", kinds if res.action == AMBIGUOUS else [], action=res.action)
+    rag_check("CRAG-006", kinds if res.action == AMBIGUOUS else [], action=res.action)
 
 
 @pytest.mark.spec("CRAG-001")
-def test_llm_judge_scorer_parses_yes_no(scripted_llm):
+def test_llm_judge_scorer_parses_yes_no(rag_scripted_llm):
     from harness.techniques.crag import llm_judge_scorer
 
-    llm = scripted_llm(lambda m, p: "Yes." if "stall" in m[-1]["content"].split("Document:")[1] else "No",
+    llm = rag_scripted_llm(lambda m, p: "Yes." if "stall" in m[-1]["content"].split("Document:")[1] else "No",
                        name="judge")
     scores = llm_judge_scorer(llm)("why stall", ["wings stall when", "refunds in 5 days"])
     assert scores.tolist() == [1.0, 0.0]
 
 
-def test_unparseable_judge_is_counted_never_a_middle_score(scripted_llm, unit_retriever, unit_web):
+def test_unparseable_judge_is_counted_never_a_middle_score(rag_scripted_llm, unit_retriever, unit_web):
     """A judge reply that is neither yes nor no scores nan (it was 0.5, a silent AMBIGUOUS); the evaluator counts
     it, takes AMBIGUOUS (both sources) only when nothing could be scored, and CRAG logs a crag_fallback event."""
     from harness.techniques.crag import llm_judge_scorer
 
-    llm = scripted_llm(lambda m, p: "Maybe" if "refunds" in m[-1]["content"] else "Yes", name="judge-unsure")
+    llm = rag_scripted_llm(lambda m, p: "Maybe" if "refunds" in m[-1]["content"] else "Yes", name="judge-unsure")
     judge = llm_judge_scorer(llm)
     scores = judge("q", ["wings stall", "refunds in 5 days"])
     assert scores[0] == 1.0 and np.isnan(scores[1])
@@ -171,7 +171,7 @@ def test_unparseable_judge_is_counted_never_a_middle_score(scripted_llm, unit_re
 
 
 @pytest.mark.spec("CRAG-005")
-def test_crag_recovers_withheld_knowledge(scripted_llm, hashing_embedder, tmp_path):
+def test_crag_recovers_withheld_knowledge(rag_scripted_llm, rag_hashing_embedder, tmp_path):
     """CRAG-005's premise end to end on a tiny set: half the gold passages withheld from the corpus
     (`withhold_gold`), the web a BM25 search over them among distractors, a scripted generator that repeats
     its context (it is right exactly when the gold passage reaches it). Plain RAG answers the kept half;
@@ -190,11 +190,11 @@ def test_crag_recovers_withheld_knowledge(scripted_llm, hashing_embedder, tmp_pa
     qrels = {f"q{i}": {f"g{i}": 1} for i in range(8)}
     sim = withhold_gold(corpus, qrels, share=0.5, seed=3)
     internal, web = LanceStore(tmp_path / "db", "internal"), LanceStore(tmp_path / "db", "web")
-    internal.index(sim.internal, hashing_embedder)
-    web.index(sim.web, hashing_embedder)
-    llm = scripted_llm(lambda messages, params: messages[-1]["content"], name="repeats-context")
-    corpus_ret = Retriever(internal, hashing_embedder)
-    crag = CRAG(corpus_ret, LocalWebSearch(Retriever(web, hashing_embedder, "bm25")),
+    internal.index(sim.internal, rag_hashing_embedder)
+    web.index(sim.web, rag_hashing_embedder)
+    llm = rag_scripted_llm(lambda messages, params: messages[-1]["content"], name="repeats-context")
+    corpus_ret = Retriever(internal, rag_hashing_embedder)
+    crag = CRAG(corpus_ret, LocalWebSearch(Retriever(web, rag_hashing_embedder, "bm25")),
                 RetrievalEvaluator(lexical_scorer()), llm, k=2)
     queries = [Query(f"q{i}", f"What is the {t} keeper named?", {"answers": [a]})
                for i, (t, a) in enumerate(zip(topics, answers))]

@@ -17,11 +17,11 @@ SPECS = {"DETECT-ABSTAIN-HAND": "abstains", "DETECT-PREMISE-HAND": "rejects_prem
 
 
 @pytest.mark.spec(*SPECS)
-def test_detector_against_hand_labels(spec, check):
-    name = SPECS[spec.id]
+def test_detector_against_hand_labels(rag_spec, rag_check):
+    name = SPECS[rag_spec.id]
     labelled = [it for it in ITEMS if it.labels[name] is not None]
     score, loose = measure(name, ITEMS), measure(name, ITEMS, loose=True)
-    check(spec.id, score.worst, detector=name, **score.as_context(), positives=sum(bool(it.labels[name])
+    rag_check(rag_spec.id, score.worst, detector=name, **score.as_context(), positives=sum(bool(it.labels[name])
                                                                                       for it in labelled),
           loose=loose.as_context(), sources=dict(Counter(it.source for it in labelled)),
           dataset="fixtures/detectors/labelled_answers.jsonl")

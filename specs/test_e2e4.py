@@ -78,44 +78,44 @@ def _dry_run(tmp_path_factory):
 
 @pytest.mark.unit
 @pytest.mark.spec("E2E4-FR1-1")
-def test_initialises_with_keys(tmp_path, scripted_llm, hashing_embedder, check):
-    llm = scripted_llm(lambda m, p: "30 days [Source 1]", name="e2e4-keys", api_key="sk-present")
+def test_initialises_with_keys(tmp_path, rag_scripted_llm, rag_hashing_embedder, rag_check):
+    llm = rag_scripted_llm(lambda m, p: "30 days [Source 1]", name="e2e4-keys", api_key="sk-present")
     s = run_experiments(KB, tmp_path / "out", experiments=["e2"], llm=llm, model=llm.label, limit=3,
-                        log_dir=tmp_path / "logs", embedder=hashing_embedder)
+                        log_dir=tmp_path / "logs", embedder=rag_hashing_embedder)
     answers = [r["llm_answer"] for r in rows(tmp_path / "out" / FILES["e2"])]
-    check("E2E4-FR1-1", s.written["e2"] == 3 and answers == ["30 days [Source 1]"] * 3, answers=answers)
+    rag_check("E2E4-FR1-1", s.written["e2"] == 3 and answers == ["30 days [Source 1]"] * 3, answers=answers)
 
 
 @pytest.mark.integration
 @pytest.mark.spec("E2E4-FR1-2")
-def test_dry_run_without_keys(dry_run, check):
-    check("E2E4-FR1-2", dry_run["proc"].returncode == 0, stderr=dry_run["proc"].stderr[-500:].decode())
+def test_dry_run_without_keys(dry_run, rag_check):
+    rag_check("E2E4-FR1-2", dry_run["proc"].returncode == 0, stderr=dry_run["proc"].stderr[-500:].decode())
 
 
 @pytest.mark.integration
 @pytest.mark.spec("E2E4-FR1-3")
-def test_services_ready_before_first_query(dry_run, check):
+def test_services_ready_before_first_query(dry_run, rag_check):
     text = dry_run["log"].read_text() if dry_run["log"].exists() else ""
     first_query = text.find("Processing E2 query 1/")
     indexed = [int(m.group(1)) for m in re.finditer(r"Indexed (\d+) chunks", text[:max(first_query, 0)])]
-    check("E2E4-FR1-3", first_query > 0 and bool(indexed) and indexed[-1] > 0, indexed_before_first_query=indexed)
+    rag_check("E2E4-FR1-3", first_query > 0 and bool(indexed) and indexed[-1] > 0, indexed_before_first_query=indexed)
 
 
 @pytest.mark.unit
 @pytest.mark.spec("E2E4-FR2-4")
-def test_indexing_survives_embedding_failures(tmp_path, hashing_embedder, check):
+def test_indexing_survives_embedding_failures(tmp_path, rag_hashing_embedder, rag_check):
     from harness.retrieval.embed import RetryingEmbedder
     from harness.retrieval.index.lancedb_store import LanceStore
     from harness.techniques.e2e4 import index_kb
 
     class Flaky:
-        name, dim, fails = hashing_embedder.name, hashing_embedder.dim, 2
+        name, dim, fails = rag_hashing_embedder.name, rag_hashing_embedder.dim, 2
 
         def encode(self, texts):
             if self.fails:
                 self.fails -= 1
                 raise ConnectionError("embedding service unavailable")
-            return hashing_embedder.encode(texts)
+            return rag_hashing_embedder.encode(texts)
 
     sleeps: list[float] = []
     emb = RetryingEmbedder(Flaky(), sleep=sleeps.append)
@@ -123,13 +123,13 @@ def test_indexing_survives_embedding_failures(tmp_path, hashing_embedder, check)
         rows_indexed = index_kb(load_experiment_inputs(KB), LanceStore(tmp_path / "db", "kb"), emb).rows
     except ConnectionError:
         rows_indexed = 0
-    check("E2E4-FR2-4", rows_indexed > 0, sleeps=sleeps)
+    rag_check("E2E4-FR2-4", rows_indexed > 0, sleeps=sleeps)
     assert sleeps == [1.0, 2.0] and emb.retries == 2
 
 
 @pytest.mark.unit
 @pytest.mark.spec("E2E4-FR3-2")
-def test_schema_validation_catches_malformed(tmp_path, check):
+def test_schema_validation_catches_malformed(tmp_path, rag_check):
     import shutil
 
     kb = tmp_path / "kb"
@@ -147,28 +147,28 @@ def test_schema_validation_catches_malformed(tmp_path, check):
         strict_error = str(exc)
     lenient = load_experiment_inputs(kb, strict=False)
     # rejected twice over: the strict load names the first bad row, the lenient one skips both
-    check("E2E4-FR3-2", "queries.jsonl:4: field 'query_type'" in strict_error and lenient.skipped.count == 2
+    rag_check("E2E4-FR3-2", "queries.jsonl:4: field 'query_type'" in strict_error and lenient.skipped.count == 2
           and len(lenient.queries) == 148, strict_error=strict_error[:200], skipped=lenient.skipped.count)
 
 
 @pytest.mark.integration
 @pytest.mark.spec("E2E4-FR3-3")
-def test_query_types_identified(dry_run, check):
+def test_query_types_identified(dry_run, rag_check):
     types = sorted({str(r["metadata"].get("query_type")) for r in rows(dry_run["out"] / FILES["e2"])})
-    check("E2E4-FR3-3", types)
+    rag_check("E2E4-FR3-3", types)
 
 
 @pytest.mark.integration
 @pytest.mark.spec("E2E4-FR4-2")
-def test_chunks_carry_metadata(dry_run, check):
+def test_chunks_carry_metadata(dry_run, rag_check):
     chunks = [c for e in FILES.values() for r in rows(dry_run["out"] / e) for c in r["retrieved_chunks"]]
     ok = [bool(c["metadata"]["filename"]) and bool(c["metadata"]["section"]) for c in chunks]
-    check("E2E4-FR4-2", float(np.mean(ok)), n=len(ok))
+    rag_check("E2E4-FR4-2", float(np.mean(ok)), n=len(ok))
 
 
 @pytest.mark.unit
 @pytest.mark.spec("E2E4-FR4-3")
-def test_answers_non_empty(tmp_path, check):
+def test_answers_non_empty(tmp_path, rag_check):
     """Over every query the runner attempted, not only the rows it wrote: it drops an empty answer (counted in
     the summary as a failure), so the written file alone would always read 100%."""
     s = run_experiments(KB, tmp_path / "out", dry_run=True, log_dir=tmp_path / "logs", limit=30)
@@ -176,21 +176,21 @@ def test_answers_non_empty(tmp_path, check):
     empty = sum(len(v) for v in s.empty.values())
     answers = [r["llm_answer"] for e in FILES.values() for r in rows(tmp_path / "out" / e)]
     assert all(isinstance(a, str) and a.strip() for a in answers)
-    check("E2E4-FR4-3", written / (written + empty), n=written + empty, empty=empty)
+    rag_check("E2E4-FR4-3", written / (written + empty), n=written + empty, empty=empty)
 
 
 @pytest.mark.unit
 @pytest.mark.spec("E2E4-FR4-4")
-def test_rerun_skips_processed(tmp_path, check):
+def test_rerun_skips_processed(tmp_path, rag_check):
     run_experiments(KB, tmp_path / "out", dry_run=True, log_dir=tmp_path / "logs", limit=20)
     again = run_experiments(KB, tmp_path / "out", dry_run=True, log_dir=tmp_path / "logs", limit=20)
-    check("E2E4-FR4-4", sum(again.written.values()), skipped_done=again.skipped_done)
+    rag_check("E2E4-FR4-4", sum(again.written.values()), skipped_done=again.skipped_done)
     assert again.skipped_done == {"e2": 20, "e3": 20, "e4": 20}
 
 
 @pytest.mark.integration
 @pytest.mark.spec("E2E4-FR7-2", "E2E4-FR10-1")
-def test_files_are_valid_jsonl(dry_run, spec, check):
+def test_files_are_valid_jsonl(dry_run, rag_spec, rag_check):
     ok = True
     for e in FILES.values():
         for line in (dry_run["out"] / e).read_text().splitlines():
@@ -198,112 +198,112 @@ def test_files_are_valid_jsonl(dry_run, spec, check):
                 json.loads(line)
             except json.JSONDecodeError:
                 ok = False
-    check(spec.id, ok)
+    rag_check(rag_spec.id, ok)
 
 
 @pytest.mark.integration
 @pytest.mark.spec("E2E4-FR7-3")
-def test_dry_run_processes_all(dry_run, check):
+def test_dry_run_processes_all(dry_run, rag_check):
     counts = {e: len(rows(dry_run["out"] / f)) for e, f in FILES.items()}
     for e, n in counts.items():  # every experiment processes all 150
-        check("E2E4-FR7-3", n, experiment=e, per_experiment=counts, seconds=dry_run["seconds"])
+        rag_check("E2E4-FR7-3", n, experiment=e, per_experiment=counts, seconds=dry_run["seconds"])
 
 
 @pytest.mark.integration
 @pytest.mark.spec("E2E4-FR7-4", "E2E4-SC-5")
-def test_no_network_during_dry_run(dry_run, spec, check):
+def test_no_network_during_dry_run(dry_run, rag_spec, rag_check):
     attempts = len(dry_run["net"].read_text().splitlines()) if dry_run["net"].exists() else 0
-    check(spec.id, attempts if spec.id == "E2E4-FR7-4" else attempts == 0 and dry_run["proc"].returncode == 0,
+    rag_check(rag_spec.id, attempts if rag_spec.id == "E2E4-FR7-4" else attempts == 0 and dry_run["proc"].returncode == 0,
           seconds=dry_run["seconds"])
 
 
 @pytest.mark.integration
 @pytest.mark.spec("E2E4-FR8-1")
-def test_restart_resumes_from_last(tmp_path, check):
+def test_restart_resumes_from_last(tmp_path, rag_check):
     first = run_experiments(KB, tmp_path / "out", dry_run=True, log_dir=tmp_path / "logs", limit=30)
     full = run_experiments(KB, tmp_path / "out", dry_run=True, log_dir=tmp_path / "logs")
     ids = [r["query_id"] for r in rows(tmp_path / "out" / FILES["e3"])]
-    check("E2E4-FR8-1", first.written["e3"] == 30 and full.skipped_done["e3"] == 30 and full.written["e3"] == 120
+    rag_check("E2E4-FR8-1", first.written["e3"] == 30 and full.skipped_done["e3"] == 30 and full.written["e3"] == 120
           and len(ids) == len(set(ids)) == 150)
 
 
 @pytest.mark.integration
 @pytest.mark.spec("E2E4-FR8-2")
-def test_overwrite_reprocesses_all(tmp_path, check):
+def test_overwrite_reprocesses_all(tmp_path, rag_check):
     run_experiments(KB, tmp_path / "out", dry_run=True, log_dir=tmp_path / "logs", experiments=["e2"])
     again = run_experiments(KB, tmp_path / "out", dry_run=True, log_dir=tmp_path / "logs", experiments=["e2"],
                             overwrite=True)
     assert len(rows(tmp_path / "out" / FILES["e2"])) == 150
-    check("E2E4-FR8-2", again.written["e2"])
+    rag_check("E2E4-FR8-2", again.written["e2"])
 
 
 @pytest.mark.integration
 @pytest.mark.spec("E2E4-FR9-1")
-def test_log_file_created(dry_run, check):
-    check("E2E4-FR9-1", dry_run["log"].is_file() and dry_run["log"].stat().st_size > 0)
+def test_log_file_created(dry_run, rag_check):
+    rag_check("E2E4-FR9-1", dry_run["log"].is_file() and dry_run["log"].stat().st_size > 0)
 
 
 @pytest.mark.integration
 @pytest.mark.spec("E2E4-FR9-2")
-def test_no_console_output(dry_run, check):
-    check("E2E4-FR9-2", len(dry_run["proc"].stdout) + len(dry_run["proc"].stderr),
+def test_no_console_output(dry_run, rag_check):
+    rag_check("E2E4-FR9-2", len(dry_run["proc"].stdout) + len(dry_run["proc"].stderr),
           output=(dry_run["proc"].stdout + dry_run["proc"].stderr)[:300].decode(errors="replace"))
 
 
 @pytest.mark.integration
 @pytest.mark.spec("E2E4-FR9-3")
-def test_log_lines_have_time_and_level(dry_run, check):
+def test_log_lines_have_time_and_level(dry_run, rag_check):
     lines = dry_run["log"].read_text().splitlines()
-    check("E2E4-FR9-3", float(np.mean([bool(LOG_LINE.match(ln)) for ln in lines])), n=len(lines))
+    rag_check("E2E4-FR9-3", float(np.mean([bool(LOG_LINE.match(ln)) for ln in lines])), n=len(lines))
 
 
 @pytest.mark.integration
 @pytest.mark.spec("E2E4-FR10-2")
-def test_one_result_per_query(dry_run, check):
+def test_one_result_per_query(dry_run, rag_check):
     queries = [q.query_id for q in load_experiment_inputs(KB).queries]
     per = [sorted(r["query_id"] for r in rows(dry_run["out"] / f)) for f in FILES.values()]
     # each input query's results per experiment (0 when it has none): the count farthest from one is measured
     counts = [p.count(q) for p in per for q in queries]
     worst = min(counts, key=lambda c: (-abs(c - 1), c))
-    check("E2E4-FR10-2", worst, missing=counts.count(0), duplicated=sum(c > 1 for c in counts))
+    rag_check("E2E4-FR10-2", worst, missing=counts.count(0), duplicated=sum(c > 1 for c in counts))
     assert all(p == sorted(queries) for p in per), "no result for a query that is not an input"
 
 
 @pytest.mark.integration
 @pytest.mark.spec("E2E4-FR10-3", "E2E4-SC-2")
-def test_required_fields(dry_run, spec, check):
+def test_required_fields(dry_run, rag_spec, rag_check):
     problems = [p for e, f in FILES.items() for p in validate_results(dry_run["out"] / f, e)]
-    check(spec.id, len(problems) if spec.id == "E2E4-FR10-3" else not problems, problems=problems[:5])
+    rag_check(rag_spec.id, len(problems) if rag_spec.id == "E2E4-FR10-3" else not problems, problems=problems[:5])
 
 
 @pytest.mark.integration
 @pytest.mark.spec("E2E4-SC-4")
-def test_e4_reasoning_present(dry_run, check):
+def test_e4_reasoning_present(dry_run, rag_check):
     rs = rows(dry_run["out"] / FILES["e4"])
-    check("E2E4-SC-4", float(np.mean([has_reasoning(r) for r in rs])), n=len(rs))  # an echoed prompt is no reasoning
+    rag_check("E2E4-SC-4", float(np.mean([has_reasoning(r) for r in rs])), n=len(rs))  # an echoed prompt is no reasoning
 
 
 @pytest.mark.unit
 @pytest.mark.spec("E2E4-SC-7")
-def test_log_has_milestones_and_errors(tmp_path, scripted_llm, hashing_embedder, check):
+def test_log_has_milestones_and_errors(tmp_path, rag_scripted_llm, rag_hashing_embedder, rag_check):
     def responder(messages, params):
         if "Hillcrest" in messages[-1]["content"].split("Question:")[-1]:
             raise ValueError("model rejected the request")
         return "an answer [Source 1]"
 
-    llm = scripted_llm(responder, name="e2e4-errors", max_attempts=1)
+    llm = rag_scripted_llm(responder, name="e2e4-errors", max_attempts=1)
     s = run_experiments(KB, tmp_path / "out", experiments=["e2"], llm=llm, model=llm.label, limit=40,
-                        log_dir=tmp_path / "logs", embedder=hashing_embedder)
+                        log_dir=tmp_path / "logs", embedder=rag_hashing_embedder)
     text = (tmp_path / "logs" / "e2_to_e4.log").read_text()
     failed = s.failed["e2"]
     assert failed and all(q in text for q in failed)
-    check("E2E4-SC-7", "Indexed " in text and "Processing E2 query" in text and " ERROR " in text
+    rag_check("E2E4-SC-7", "Indexed " in text and "Processing E2 query" in text and " ERROR " in text
           and "Done: written=" in text, failed=failed)
 
 
 @pytest.mark.unit
 @pytest.mark.spec("E2E4-NFR-usability")
-def test_single_entry_point(check):
+def test_single_entry_point(rag_check):
     from importlib.metadata import entry_points
 
     scripts = [e for e in entry_points(group="console_scripts") if e.value.startswith("harness.")]
@@ -311,12 +311,12 @@ def test_single_entry_point(check):
 
     with pytest.raises(SystemExit):
         main(["run-experiments", "--help"])
-    check("E2E4-NFR-usability", len(scripts), scripts=[e.name for e in scripts])
+    rag_check("E2E4-NFR-usability", len(scripts), scripts=[e.name for e in scripts])
 
 
 @pytest.mark.unit
 @pytest.mark.spec("E2E4-NFR-logging")
-def test_logger_has_no_console_handler(tmp_path, check):
+def test_logger_has_no_console_handler(tmp_path, rag_check):
     import logging
 
     from harness.runner import file_logger
@@ -324,22 +324,22 @@ def test_logger_has_no_console_handler(tmp_path, check):
     log = file_logger(tmp_path)
     consoles = [h for h in log.handlers if isinstance(h, logging.StreamHandler)
                 and not isinstance(h, logging.FileHandler)]
-    check("E2E4-NFR-logging", len(consoles) + int(log.propagate))
+    rag_check("E2E4-NFR-logging", len(consoles) + int(log.propagate))
 
 
 @pytest.mark.unit
 @pytest.mark.spec("E2E4-NFR-portability")
-def test_no_os_specific_imports(check):
+def test_no_os_specific_imports(rag_check):
     root = Path(__file__).resolve().parents[1] / "harness"
     pattern = re.compile(r"^\s*(?:import|from)\s+(fcntl|msvcrt|winreg|_winapi|termios|pwd|grp|resource)\b", re.M)
     hits = [f"{p.name}: {m.group(1)}" for p in root.rglob("*.py") for m in pattern.finditer(p.read_text())]
     assert sys.version_info >= (3, 10)
-    check("E2E4-NFR-portability", len(hits), hits=hits)
+    rag_check("E2E4-NFR-portability", len(hits), hits=hits)
 
 
 @pytest.mark.unit
 @pytest.mark.spec("E2E4-NFR-extensibility")
-def test_new_variant_without_runner_change(tmp_path, check):
+def test_new_variant_without_runner_change(tmp_path, rag_check):
     @register_experiment
     class E5Top3(E2Standard):
         name, output = "e5", "e5_top3.jsonl"
@@ -359,7 +359,7 @@ def test_new_variant_without_runner_change(tmp_path, check):
         assert "unknown experiment" in str(err)
     finally:
         EXPERIMENTS.pop("e5", None)
-    check("E2E4-NFR-extensibility", ok)
+    rag_check("E2E4-NFR-extensibility", ok)
 
 
 @pytest.mark.unit

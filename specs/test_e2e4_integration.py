@@ -85,7 +85,7 @@ def _strip_timing(rs: list[dict]) -> list[dict]:
 
 
 @pytest.mark.spec("E2E4-FR8-3", "E2E4-SC-6")
-def test_crash_kill9_then_resume(tmp_path, spec, check):
+def test_crash_kill9_then_resume(tmp_path, rag_spec, rag_check):
     out = tmp_path / "out"
     target = out / FILES["e2"]
     status = _kill9_after(CRASH_SCRIPT, [str(KB), str(out), "0.05"], 5, tmp_path / "first.err")
@@ -104,28 +104,28 @@ def test_crash_kill9_then_resume(tmp_path, spec, check):
     ids = [r["query_id"] for r in parsed]
     once = (torn == 0 and len(ids) == len(set(ids))
             and sorted(ids) == sorted(q.query_id for q in load_experiment_inputs(KB).queries))
-    if spec.id == "E2E4-FR8-3":
-        check(spec.id, once, killed_after=before)
+    if rag_spec.id == "E2E4-FR8-3":
+        rag_check(rag_spec.id, once, killed_after=before)
     else:
         clean = tmp_path / "clean"
         subprocess.run([sys.executable, "-c", CRASH_SCRIPT, str(KB), str(clean), "0"], check=True)
         same = sorted(_strip_timing(parsed), key=lambda r: r["query_id"]) == \
             sorted(_strip_timing(rows(clean / FILES["e2"])), key=lambda r: r["query_id"])
-        check(spec.id, once and same, killed_after=before)
+        rag_check(rag_spec.id, once and same, killed_after=before)
 
 
 _REAL_RUNS: dict = {}
 
 
 @pytest.fixture
-def real_run(tmp_path_factory, embedder):
+def real_run(tmp_path_factory, rag_embedder):
     """Two runs with the real packaged embedder and the scripted model (first 20 queries); one pair per
     negative control in force, shared by the tests otherwise."""
     from harness.plugin.controls import active_control
 
     key = active_control()
     if key not in _REAL_RUNS:
-        _REAL_RUNS[key] = _real_run(tmp_path_factory, embedder)
+        _REAL_RUNS[key] = _real_run(tmp_path_factory, rag_embedder)
     return _REAL_RUNS[key]
 
 
@@ -145,13 +145,13 @@ def _real_run(tmp_path_factory, embedder):
 
 
 @pytest.mark.spec("E2E4-NFR-reproducibility")
-def test_same_input_same_output(real_run, check):
+def test_same_input_same_output(real_run, rag_check):
     a, b = ([_strip_timing(rows(o / f)) for f in FILES.values()] for o in real_run)
-    check("E2E4-NFR-reproducibility", list(a) == list(b))
+    rag_check("E2E4-NFR-reproducibility", list(a) == list(b))
 
 
 @pytest.mark.spec("E2E4-SC-3")
-def test_chunk_metadata_matches_source(real_run, check):
+def test_chunk_metadata_matches_source(real_run, rag_check):
     ok = []
     for f in FILES.values():
         for r in rows(real_run[0] / f):
@@ -162,32 +162,32 @@ def test_chunk_metadata_matches_source(real_run, check):
                 body = " ".join(c["text"].split("\n", 1)[-1].split())[:60]
                 sec = page.find(f"# {c['metadata']['section']}")  # any header level
                 ok.append(body in flat and (sec >= 0 or c["metadata"]["section"] == c["metadata"]["filename"]))
-    check("E2E4-SC-3", float(np.mean(ok)), n=len(ok))
+    rag_check("E2E4-SC-3", float(np.mean(ok)), n=len(ok))
 
 
 @pytest.mark.spec("E2E4-FR2-1")
-def test_chunk_count(check):
+def test_chunk_count(rag_check):
     from harness.retrieval.chunking import chunk_markdown, default_tokenizer
 
     inputs = load_experiment_inputs(KB)
     n = sum(len(chunk_markdown(p.text, name)) for name, p in inputs.pages.items())
-    check("E2E4-FR2-1", n, pages=len(inputs.pages), tokenizer=type(default_tokenizer()).__name__)
+    rag_check("E2E4-FR2-1", n, pages=len(inputs.pages), tokenizer=type(default_tokenizer()).__name__)
 
 
 @pytest.mark.spec("E2E4-FR2-2")
-def test_all_chunks_searchable(embedder, tmp_path, check):
+def test_all_chunks_searchable(rag_embedder, tmp_path, rag_check):
     from harness.retrieval.index.lancedb_store import LanceStore
     from harness.techniques.e2e4 import index_kb
 
     store = LanceStore(tmp_path / "db", "kb")
-    index_kb(load_experiment_inputs(KB), store, embedder)
+    index_kb(load_experiment_inputs(KB), store, rag_embedder)
     table = store.table.to_arrow().select(["id", "text"]).to_pylist()
     ids, texts = [r["id"] for r in table], {r["id"]: r["text"] for r in table}
     # searchable by its own text: the chunk's text, embedded afresh, finds a chunk with exactly that text first
     # (searching with the stored vector would find itself whatever was stored)
-    queries = embedder.encode([texts[i] for i in ids])
+    queries = rag_embedder.encode([texts[i] for i in ids])
     found = [texts[store.search_vector(v, 1)[0].id] == texts[i] for i, v in zip(ids, queries)]
-    check("E2E4-FR2-2", float(np.mean(found)), n=len(found), embedder=embedder.name)
+    rag_check("E2E4-FR2-2", float(np.mean(found)), n=len(found), embedder=rag_embedder.name)
 
 
 CONCURRENT_SCRIPT = textwrap.dedent("""

@@ -16,8 +16,8 @@ ECHOING = ("Original question: why does a wing stall at high angle of attack\nGe
 
 
 @pytest.mark.spec("RAGF-001")
-def test_multi_query_parsing_dedupes_and_strips_echoes(scripted_llm):
-    qs = generate_multi_queries(Q, scripted_llm({"Generate": ECHOING}, name="mq"), num_queries=4)
+def test_multi_query_parsing_dedupes_and_strips_echoes(rag_scripted_llm):
+    qs = generate_multi_queries(Q, rag_scripted_llm({"Generate": ECHOING}, name="mq"), num_queries=4)
     assert qs == [Q, "boundary layer separation on the upper surface", "critical angle of attack lift loss",
                   "stall speed and wing loading", "adverse pressure gradient flow reversal"]
     assert query_set_similarity(qs) == 0.0, "four generated queries with no word in common"
@@ -36,16 +36,16 @@ def test_query_set_similarity_hand_computed():
     assert [distinct_generated(qs) for qs in (["o"], ["o", "o", "a"], ["o", "a b", "b a", "c"])] == [0, 1, 2]
 
 
-def test_a_model_repeating_one_query_reads_no_diversity(scripted_llm):
+def test_a_model_repeating_one_query_reads_no_diversity(rag_scripted_llm):
     """A model that writes one query four times leaves one generated query after parsing; its set counts as 1.0
     in RAGF-001's mean instead of dropping out of it."""
-    qs = generate_multi_queries(Q, scripted_llm({"Generate": "1. stall speed\n2. stall speed\n3. Stall speed.\n"
+    qs = generate_multi_queries(Q, rag_scripted_llm({"Generate": "1. stall speed\n2. stall speed\n3. Stall speed.\n"
                                                               "4. stall speed"}, name="mq-repeat"), num_queries=4)
     assert qs == [Q, "stall speed"] and query_set_similarity(qs) == 1.0
 
 
 @pytest.mark.spec("RAGF-002")
-def test_rrf_formula(check):
+def test_rrf_formula(rag_check):
     k = 60
     lists = [[Hit(d, 0) for d in "abcde"], [Hit(d, 0) for d in "xaybz"], [Hit(d, 0) for d in "qrsta"]]
     fused = {h.id: h.score for h in reciprocal_rank_fusion(lists, k)}
@@ -53,7 +53,7 @@ def test_rrf_formula(check):
     expected_b = 1 / (2 + k) + 1 / (4 + k)
     err = max(abs(fused["a"] - expected_a), abs(fused["b"] - expected_b),
               abs(rrf_scores([["a"]], 60)["a"] - 1 / 61))
-    check("RAGF-002", err)
+    rag_check("RAGF-002", err)
 
 
 @pytest.mark.spec("RAGF-003")
@@ -64,8 +64,8 @@ def test_rrf_is_deterministic_with_ties():
 
 
 @pytest.mark.spec("RAGF-004")
-def test_fusion_retrieves_and_fuses_every_query(scripted_llm, unit_retriever):
-    fusion = RAGFusion(scripted_llm({"Generate": ECHOING}, name="mq2"), unit_retriever, top_k_per_query=5)
+def test_fusion_retrieves_and_fuses_every_query(rag_scripted_llm, unit_retriever):
+    fusion = RAGFusion(rag_scripted_llm({"Generate": ECHOING}, name="mq2"), unit_retriever, top_k_per_query=5)
     res = fusion.search(Q, Trace())
     assert len(res.per_query) == 5 and all(len(p) == 5 for p in res.per_query)
     assert {h.id for p in res.per_query for h in p} == {h.id for h in res.hits}
@@ -73,12 +73,12 @@ def test_fusion_retrieves_and_fuses_every_query(scripted_llm, unit_retriever):
 
 
 @pytest.mark.spec("RAGF-005")
-def test_original_query_always_included(scripted_llm, check):
+def test_original_query_always_included(rag_scripted_llm, rag_check):
     first_once = []
     for name, text in (("empty", ""), ("echo", Q), ("list", ECHOING)):
-        qs = generate_multi_queries(Q, scripted_llm({"": text}, name=f"orig-{name}"))
+        qs = generate_multi_queries(Q, rag_scripted_llm({"": text}, name=f"orig-{name}"))
         first_once.append(qs[:1] == [Q] and qs.count(Q) == 1)
-    check("RAGF-005", all(first_once), cases=first_once)
+    rag_check("RAGF-005", all(first_once), cases=first_once)
 
 
 @pytest.mark.spec("RAGF-006")

@@ -31,39 +31,39 @@ def _valid(query: str, docs: list[str], prompt: str) -> bool:
 
 @pytest.mark.unit
 @pytest.mark.spec("HYDE-001")
-def test_generates_valid_hypothetical_document(scripted_llm, hashing_embedder, check):
-    llm = scripted_llm({"Question:": PASSAGE}, name="hyde-echo")  # the model echoes the instruction line
-    hyde = HyDE(llm, hashing_embedder)
+def test_generates_valid_hypothetical_document(rag_scripted_llm, rag_hashing_embedder, rag_check):
+    llm = rag_scripted_llm({"Question:": PASSAGE}, name="hyde-echo")  # the model echoes the instruction line
+    hyde = HyDE(llm, rag_hashing_embedder)
     docs = hyde.generate(QUESTION)
     prompt = render(hyde.template, query=QUESTION)
-    check("HYDE-001", _valid(QUESTION, docs, prompt), model=llm.label, echoed=[_echoes(d, prompt) for d in docs])
+    rag_check("HYDE-001", _valid(QUESTION, docs, prompt), model=llm.label, echoed=[_echoes(d, prompt) for d in docs])
 
 
 @pytest.mark.unit
 @pytest.mark.spec("HYDE-001")
-def test_generation_failure_falls_back_to_raw_query_embedding(hashing_embedder):
+def test_generation_failure_falls_back_to_raw_query_embedding(rag_hashing_embedder):
     llm = LLMClient("scripted/does-not-exist", max_attempts=1)
     trace = Trace()
-    res = HyDE(llm, hashing_embedder).expand(QUESTION, trace)
+    res = HyDE(llm, rag_hashing_embedder).expand(QUESTION, trace)
     assert res.used_fallback and trace.called("hyde_fallback") and trace.called("hyde_llm_error")
-    np.testing.assert_allclose(res.vector, hashing_embedder.encode([QUESTION])[0])
+    np.testing.assert_allclose(res.vector, rag_hashing_embedder.encode([QUESTION])[0])
 
 
 @pytest.mark.unit
 @pytest.mark.spec("HYDE-002")
-def test_vector_is_mean_of_query_and_documents(hashing_embedder):
+def test_vector_is_mean_of_query_and_documents(rag_hashing_embedder):
     docs = ["boundary layer separation on the upper surface", "loss of lift after the critical angle"]
-    hyde = HyDE(LLMClient("scripted/unused"), hashing_embedder, num_documents=2)
+    hyde = HyDE(LLMClient("scripted/unused"), rag_hashing_embedder, num_documents=2)
     res = hyde.expand(QUESTION, hypothetical_documents=docs)
-    mean = hashing_embedder.encode([QUESTION, *docs]).mean(axis=0)
+    mean = rag_hashing_embedder.encode([QUESTION, *docs]).mean(axis=0)
     np.testing.assert_allclose(res.vector, mean / np.linalg.norm(mean), rtol=1e-6)
-    assert float(res.vector @ hashing_embedder.encode([QUESTION])[0]) < 0.95
+    assert float(res.vector @ rag_hashing_embedder.encode([QUESTION])[0]) < 0.95
 
 
 @pytest.mark.unit
 @pytest.mark.spec("HYDE-003")
-def test_hyde_retrieval_runs_through_the_vector_path(scripted_llm, unit_retriever):
-    llm = scripted_llm({"Question:": "Separation of the boundary layer on the upper surface causes stall."},
+def test_hyde_retrieval_runs_through_the_vector_path(rag_scripted_llm, unit_retriever):
+    llm = rag_scripted_llm({"Question:": "Separation of the boundary layer on the upper surface causes stall."},
                        name="hyde-stall")
     trace = Trace()
     hits = HyDE(llm, unit_retriever.embedder).retrieve(QUESTION, unit_retriever, k=3, trace=trace)
@@ -72,20 +72,20 @@ def test_hyde_retrieval_runs_through_the_vector_path(scripted_llm, unit_retrieve
 
 @pytest.mark.unit
 @pytest.mark.spec("HYDE-004")
-def test_zero_shot(scripted_llm, hashing_embedder, check):
-    hyde = HyDE(scripted_llm({"": "a passage"}, name="hyde-any"), hashing_embedder)
+def test_zero_shot(rag_scripted_llm, rag_hashing_embedder, rag_check):
+    hyde = HyDE(rag_scripted_llm({"": "a passage"}, name="hyde-any"), rag_hashing_embedder)
     assert not hasattr(hyde, "fit") and not hasattr(hyde, "train")
-    check("HYDE-004", hyde.labelled_examples_used)
+    rag_check("HYDE-004", hyde.labelled_examples_used)
 
 
 @pytest.mark.unit
 @pytest.mark.spec("HYDE-001")
-def test_cache_key_and_ttl(scripted_llm, hashing_embedder, tmp_path):
+def test_cache_key_and_ttl(rag_scripted_llm, rag_hashing_embedder, tmp_path):
     from harness.llm.cache import ResponseCache
 
     calls = []
-    llm = scripted_llm(lambda m, p: calls.append(1) or "stall passage about wings", name="hyde-count")
-    hyde = HyDE(llm, hashing_embedder, cache=ResponseCache(tmp_path, ttl_s=3600))
+    llm = rag_scripted_llm(lambda m, p: calls.append(1) or "stall passage about wings", name="hyde-count")
+    hyde = HyDE(llm, rag_hashing_embedder, cache=ResponseCache(tmp_path, ttl_s=3600))
     assert hyde.cache_key(QUESTION).startswith("hyde:")
     hyde.generate(QUESTION)
     hyde.generate(QUESTION)

@@ -39,20 +39,20 @@ def _err(got: float, want: float) -> float:
 
 
 @pytest.mark.spec("JUDGE-FAITHFULNESS-HAND")
-def test_faithfulness_on_the_hand_labelled_set(scripted_llm, check):
+def test_faithfulness_on_the_hand_labelled_set(rag_scripted_llm, rag_check):
     errors = []
     for bare in (False, True):  # the JSON reply and the lenient read of a bare yes/no give the same figures
-        judge = _label_judge(scripted_llm, bare=bare)
+        judge = _label_judge(rag_scripted_llm, bare=bare)
         for a in HAND:
             j = judge_answer(judge, a.question, a.context, a.answer)
             assert j.claims == [t for t, _ in a.claims] and j.failures == 0
             errors.append(_err(j.faithfulness, EXPECTED_FAITHFULNESS[a.kind]))
-    check("JUDGE-FAITHFULNESS-HAND", max(errors), n=len(HAND), dataset="retail_kb")
+    rag_check("JUDGE-FAITHFULNESS-HAND", max(errors), n=len(HAND), dataset="retail_kb")
 
 
 @pytest.mark.spec("JUDGE-HALLUCINATION-HAND")
-def test_hallucination_rate_and_answered_negatives(scripted_llm, check):
-    judge = _label_judge(scripted_llm)
+def test_hallucination_rate_and_answered_negatives(rag_scripted_llm, rag_check):
+    judge = _label_judge(rag_scripted_llm)
     errors = []
     for a in HAND:
         j = judge_answer(judge, a.question, a.context, a.answer)
@@ -61,11 +61,11 @@ def test_hallucination_rate_and_answered_negatives(scripted_llm, check):
     answered = answered_rate([abstains(a.answer) for a in HAND])
     errors.append(abs(answered - (len(HAND) - 16) / len(HAND)))
     errors.append(abs(answered_rate([True, False, False, True]) - 0.5))
-    check("JUDGE-HALLUCINATION-HAND", max(errors), n=len(HAND), dataset="retail_kb")
+    rag_check("JUDGE-HALLUCINATION-HAND", max(errors), n=len(HAND), dataset="retail_kb")
 
 
 @pytest.mark.spec("JUDGE-CONTEXT-HAND")
-def test_context_precision_and_recall(check):
+def test_context_precision_and_recall(rag_check):
     cases = [  # (ranked ids, gold ids, precision by hand, recall by hand)
         (["d1", "d2", "d3", "d4", "d5"], {"d2", "d4"}, (1 / 2 + 2 / 4) / 2, 1.0),
         (["a", "b", "c"], {"a", "c", "z"}, (1 / 1 + 2 / 3) / 2, 2 / 3),
@@ -74,11 +74,11 @@ def test_context_precision_and_recall(check):
     ]
     errors = [max(abs(context_precision(r, g) - p), abs(context_recall(r, g) - rc)) for r, g, p, rc in cases]
     assert math.isnan(context_recall(["a"], set()))
-    check("JUDGE-CONTEXT-HAND", max(errors), cases=len(cases))
+    rag_check("JUDGE-CONTEXT-HAND", max(errors), cases=len(cases))
 
 
 @pytest.mark.spec("JUDGE-AGREEMENT-STATS")
-def test_kappa_and_alpha_against_their_references(check):
+def test_kappa_and_alpha_against_their_references(rag_check):
     from sklearn.metrics import cohen_kappa_score
 
     rng = random.Random(7)
@@ -94,22 +94,22 @@ def test_kappa_and_alpha_against_their_references(check):
     errors.append(abs(krippendorff_alpha(list(zip(*obs))) - (1 - 39 * 8 / (1600 - 384))))
     # two raters on binary data: alpha and kappa differ only by the small-sample term
     assert krippendorff_alpha([[1, 1], [0, 0]]) == 1.0
-    check("JUDGE-AGREEMENT-STATS", max(errors))
+    rag_check("JUDGE-AGREEMENT-STATS", max(errors))
 
 
 @pytest.mark.spec("JUDGE-LEXICAL-HAND")
-def test_lexical_baseline_on_the_hand_labelled_set(check, measure):
+def test_lexical_baseline_on_the_hand_labelled_set(rag_check, rag_measure):
     claims = [c for a in HAND for c in a.claim_items()]
     judge = LexicalJudge()
     verdicts = [judge.supported(c.item) for c in claims]
     rel = JudgeReliability.measure("lexical", "retail_kb hand-labelled", verdicts, [c.supported for c in claims])
-    measure("judge_accuracy", rel.accuracy, judge="lexical", dataset="retail_kb", n=rel.n, ci=list(rel.accuracy_ci))
-    check("JUDGE-LEXICAL-HAND", rel.kappa, n=rel.n, ci=list(rel.kappa_ci), accuracy=rel.accuracy,
+    rag_measure("judge_accuracy", rel.accuracy, judge="lexical", dataset="retail_kb", n=rel.n, ci=list(rel.accuracy_ci))
+    rag_check("JUDGE-LEXICAL-HAND", rel.kappa, n=rel.n, ci=list(rel.kappa_ci), accuracy=rel.accuracy,
           dataset="retail_kb", judge="lexical")
 
 
 @pytest.mark.spec("JUDGE-UNRELIABLE-FLAG")
-def test_a_claim_resting_on_an_unreliable_judge_is_not_supported(check):
+def test_a_claim_resting_on_an_unreliable_judge_is_not_supported(rag_check):
     from harness.judge.reliability import hold_on_unreliable_judge
     from harness.stats.effect import paired_effect
     from harness.stats.verdict import Decision, decide
@@ -120,7 +120,7 @@ def test_a_claim_resting_on_an_unreliable_judge_is_not_supported(check):
     good = JudgeReliability("good", "hand", 60, 0.8, (0.7, 0.9), 0.9, (0.8, 0.95), flip_rate=0.05, flip_n=60)
     held, kept = {"verdict": "supported"}, {"verdict": "supported"}
     hold_on_unreliable_judge(held, [good.as_context(), weak.as_context()])
-    check("JUDGE-UNRELIABLE-FLAG", held["verdict"], reason=held.get("decided", {}).get("reason"))
+    rag_check("JUDGE-UNRELIABLE-FLAG", held["verdict"], reason=held.get("decided", {}).get("reason"))
     strong = JudgeReliability("big", "hand", 60, 0.8, (0.7, 0.9), 0.9, (0.8, 0.95), flip_rate=0.25, flip_n=60)
     assert weak.unreliable and strong.unreliable and len(strong.reasons) == 1  # flips alone flag it
     assert not good.unreliable
@@ -131,16 +131,16 @@ def test_a_claim_resting_on_an_unreliable_judge_is_not_supported(check):
     assert refuted["verdict"] == "refuted"  # a refutation stands
 
 
-def test_failed_rulings_are_counted_not_scored(scripted_llm):
-    llm = scripted_llm(lambda m, p: "maybe, it depends", name="undecided")
+def test_failed_rulings_are_counted_not_scored(rag_scripted_llm):
+    llm = rag_scripted_llm(lambda m, p: "maybe, it depends", name="undecided")
     j = judge_answer(LLMJudge(llm), "q", "context", "One claim. Another claim.")
     assert j.verdicts == [None, None] and j.failures == 2 and math.isnan(j.faithfulness)
 
 
-def test_answer_relevancy_with_a_scripted_judge(scripted_llm):
+def test_answer_relevancy_with_a_scripted_judge(rag_scripted_llm):
     from harness.judge import answer_relevancy
 
-    llm = scripted_llm(lambda m, p: '{"relevant": %s}' % str("warranty" in m[-1]["content"].split("Answer:")[1]).lower(),
+    llm = rag_scripted_llm(lambda m, p: '{"relevant": %s}' % str("warranty" in m[-1]["content"].split("Answer:")[1]).lower(),
                        name="relevance")
     judge = LLMJudge(llm)
     verdicts = [judge.relevant("How long is the warranty?", a) for a in
@@ -201,16 +201,16 @@ def test_flip_rate_and_majority():
     ("It isn't fully supported", False), ("Unsupported.", False),
     ("The warranty on laptops is 12 months.", None),  # restates the context: no ruling, after one repair
 ])
-def test_the_judge_reads_json_and_bare_verdicts(scripted_llm, reply, read):
-    llm = scripted_llm(lambda m, p: reply, name=f"reply-{abs(hash(reply))}")
+def test_the_judge_reads_json_and_bare_verdicts(rag_scripted_llm, reply, read):
+    llm = rag_scripted_llm(lambda m, p: reply, name=f"reply-{abs(hash(reply))}")
     assert LLMJudge(llm).supported(ClaimItem("q", "c", "x")) is read
 
 
-def test_judge_spend_is_kept_apart_from_the_pipeline(scripted_llm):
+def test_judge_spend_is_kept_apart_from_the_pipeline(rag_scripted_llm):
     from harness.llm.spend import Spend
 
     spend = Spend()
-    llm = scripted_llm(lambda m, p: '{"supported": true}', name="spend-split", spend=spend)
+    llm = rag_scripted_llm(lambda m, p: '{"supported": true}', name="spend-split", spend=spend)
     llm.complete("pipeline call")
     LLMJudge(llm.with_role("judge")).supported(ClaimItem("q", "c", "x"))
     assert spend.totals("pipeline").calls == 1 and spend.totals("judge").calls == 1
@@ -226,7 +226,7 @@ def test_judge_lines_say_when_a_judge_is_unreliable():
     assert "reliable by" in lines[1] and "UNRELIABLE" not in lines[1]
 
 
-def test_several_judges_give_alpha_and_a_majority(scripted_llm):
+def test_several_judges_give_alpha_and_a_majority(rag_scripted_llm):
     """Two scripted judges and the lexical baseline on six labelled claims: α and the majority by hand."""
     from harness.judge.labelled import LabelledClaim
     from harness.judge.study import measure_agreement
@@ -234,8 +234,8 @@ def test_several_judges_give_alpha_and_a_majority(scripted_llm):
     items = [LabelledClaim(ClaimItem("q", "The fee is 5 dollars.", c), y, f"a{i}") for i, (c, y) in enumerate(
         [("The fee is 5 dollars.", True), ("The fee is 9 dollars.", False), ("A fee of 5 dollars.", True),
          ("The fee is 7 dollars.", False), ("The fee is 5 dollars.", True), ("The fee is waived.", False)])]
-    says_yes = LLMJudge(scripted_llm(lambda m, p: '{"supported": true}', name="always-yes"))
-    says_label = LLMJudge(scripted_llm(  # the claim's line, in either wording of the rubric
+    says_yes = LLMJudge(rag_scripted_llm(lambda m, p: '{"supported": true}', name="always-yes"))
+    says_label = LLMJudge(rag_scripted_llm(  # the claim's line, in either wording of the rubric
         lambda m, p: '{"supported": %s}' % str(" 5 " in re.search(r"^Claim(?: to check)?: (.*)$", m[-1]["content"],
                                                                   re.M).group(1)).lower(), name="five"))
     study = measure_agreement([says_yes, says_label], items, "toy", seed=0)

@@ -50,19 +50,19 @@ def flag_by_the_rule(first, second, labels, kappa_floor: float = 0.4, flip_ceili
 
 
 @pytest.mark.spec("JUDGE-FLAG-HAND")
-def test_recorded_judge_on_the_hand_labelled_set(request, recorded_llm, check, measure):
+def test_recorded_judge_on_the_hand_labelled_set(request, rag_recorded_llm, rag_check, rag_measure):
     items = [c for a in load_labelled_answers() for c in a.claim_items()]
-    judge = LLMJudge(recorded_llm.with_role("judge"), **_recheck(request.config.getoption("record_mode") or "none"))
+    judge = LLMJudge(rag_recorded_llm.with_role("judge"), **_recheck(request.config.getoption("record_mode") or "none"))
     study = measure_agreement([judge], items, "retail_kb hand-labelled", seed=0)
     rel, lexical = study.reliability[judge.name], study.reliability["lexical"]
     for r in (rel, lexical):
-        measure("judge_kappa", r.kappa, judge=r.judge, dataset="retail_kb", n=r.n, ci=list(r.kappa_ci),
+        rag_measure("judge_kappa", r.kappa, judge=r.judge, dataset="retail_kb", n=r.n, ci=list(r.kappa_ci),
                 flip_rate=r.flip_rate, failed_rulings=r.failures, kappa_ruled=r.kappa_ruled)
-        measure("judge_accuracy", r.accuracy, judge=r.judge, dataset="retail_kb", n=r.n, ci=list(r.accuracy_ci))
-    measure("judges_alpha", study.alpha, dataset="retail_kb", judges=list(study.first))
+        rag_measure("judge_accuracy", r.accuracy, judge=r.judge, dataset="retail_kb", n=r.n, ci=list(r.accuracy_ci))
+    rag_measure("judges_alpha", study.alpha, dataset="retail_kb", judges=list(study.first))
     first, second = study.rulings[judge.name]
     expected, recomputed = flag_by_the_rule(first, second, [i.supported for i in items])
-    check("JUDGE-FLAG-HAND", rel.unreliable == expected,
+    rag_check("JUDGE-FLAG-HAND", rel.unreliable == expected,
           flagged=rel.unreliable, by_the_rule=expected, recomputed=recomputed, reasons=rel.reasons, kappa=rel.kappa,
           flip_rate=rel.flip_rate, n=rel.n, failed_rulings=rel.failures, perturbation=rel.recheck,
-          model=recorded_llm.label, dataset="retail_kb")
+          model=rag_recorded_llm.label, dataset="retail_kb")

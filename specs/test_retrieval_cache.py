@@ -8,7 +8,7 @@ from .conftest import FIXTURES
 
 @pytest.mark.integration
 @pytest.mark.spec("RETR-WARM-CACHE")
-def test_warm_cache_rerun_encodes_nothing(tmp_path, check):
+def test_warm_cache_rerun_encodes_nothing(tmp_path, rag_check):
     """A second index of the same content (new store, same embedding cache) encodes nothing."""
     from harness.data import load_beir
     from harness.retrieval.embed import make_embedder
@@ -23,4 +23,4 @@ def test_warm_cache_rerun_encodes_nothing(tmp_path, check):
     s2 = LanceStore(tmp_path / "db2", "t").index(docs, again)
     same_store = LanceStore(tmp_path / "db1", "t").index(docs, again)
     assert same_store.skipped and not s2.skipped
-    check("RETR-WARM-CACHE", again.encoded_count, embedder=again.name)
+    rag_check("RETR-WARM-CACHE", again.encoded_count, embedder=again.name)

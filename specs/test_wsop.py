@@ -33,34 +33,34 @@ def scorer(value: float):
 
 
 @pytest.fixture
-def pipeline(scripted_llm, unit_retriever, unit_web):
+def pipeline(rag_scripted_llm, unit_retriever, unit_web):
     def make(conf: float = 0.9, retriever=None):
-        return WSOPPipeline(WSOPConfig(), scripted_llm(SCRIPT, name="wsop"), retriever or unit_retriever, unit_web,
+        return WSOPPipeline(WSOPConfig(), rag_scripted_llm(SCRIPT, name="wsop"), retriever or unit_retriever, unit_web,
                             RetrievalEvaluator(scorer(conf)), embedder=unit_retriever.embedder)
     return make
 
 
 @pytest.mark.spec("WSOP-001")
-def test_simple_queries_skip_expansion(pipeline, check):
+def test_simple_queries_skip_expansion(pipeline, rag_check):
     res = pipeline().search("What is the return window?")
-    check("WSOP-001", res.trace.called("hyde") or res.trace.called("hyde_generate"), complexity=res.complexity)
+    rag_check("WSOP-001", res.trace.called("hyde") or res.trace.called("hyde_generate"), complexity=res.complexity)
     assert res.complexity == "simple" and res.sources
 
 
 @pytest.mark.spec("WSOP-002")
-def test_complex_queries_use_all_four(pipeline, check):
+def test_complex_queries_use_all_four(pipeline, rag_check):
     res = pipeline(conf=0.5).search(COMPLEX)
     assert res.complexity == "complex"
     engaged = sorted(t for t in ("crag", "fusion", "hyde", "rewrite") if res.trace.called(t))
-    check("WSOP-002", engaged)
+    rag_check("WSOP-002", engaged)
 
 
 @pytest.mark.spec("WSOP-003")
 @pytest.mark.parametrize("complexity", ["moderate", "complex"])
-def test_fallback_on_low_confidence(pipeline, unit_web, complexity, check):
+def test_fallback_on_low_confidence(pipeline, unit_web, complexity, rag_check):
     res = pipeline(conf=0.2).search("why does a wing stall at high angle of attack", complexity)
     crag = next(e for e in res.trace.events if e["name"] == "crag")
-    check("WSOP-003", res.trace.called("web_search") and unit_web.calls == 1, confidence=crag["confidence"],
+    rag_check("WSOP-003", res.trace.called("web_search") and unit_web.calls == 1, confidence=crag["confidence"],
           web_calls=unit_web.calls)
     assert crag["confidence"] < 0.3
     assert any(s.metadata["source"] == "web" for s in res.sources)
@@ -74,12 +74,12 @@ def test_no_fallback_on_high_confidence(pipeline, unit_web):
 
 @pytest.mark.spec("WSOP-004")
 @pytest.mark.parametrize("complexity, conf", [("simple", 0.9), ("moderate", 0.1), ("complex", 0.1)])
-def test_every_source_has_a_credibility_tier(pipeline, complexity, conf, check):
+def test_every_source_has_a_credibility_tier(pipeline, complexity, conf, rag_check):
     res = pipeline(conf=conf).search("does the warranty cover accidental damage", complexity)
     tiers = [s.metadata.get("credibility") for s in res.sources]
     assert res.sources and set(tiers) <= {"high", "medium", "low"}
     expected = [expected_tier(s.metadata) for s in res.sources]
-    check("WSOP-004", sum(t == e for t, e in zip(tiers, expected)) / len(tiers), tiers=tiers, expected=expected)
+    rag_check("WSOP-004", sum(t == e for t, e in zip(tiers, expected)) / len(tiers), tiers=tiers, expected=expected)
 
 
 def expected_tier(meta: dict) -> str:
@@ -110,16 +110,16 @@ def citing_answerer(prompts: list[str]) -> Callable[[str], str]:
 
 
 @pytest.mark.spec("WSOP-005")
-def test_answer_cites_sources(scripted_llm, unit_retriever, unit_web, check):
+def test_answer_cites_sources(rag_scripted_llm, unit_retriever, unit_web, rag_check):
     """The answer's citations, read against the prompt actually sent: each [n] names the list's [n] there."""
     prompts: list[str] = []
-    llm = scripted_llm({**SCRIPT, "Sources:": citing_answerer(prompts)}, name="wsop-cites")
+    llm = rag_scripted_llm({**SCRIPT, "Sources:": citing_answerer(prompts)}, name="wsop-cites")
     pipe = WSOPPipeline(WSOPConfig(), llm, unit_retriever, unit_web, RetrievalEvaluator(scorer(0.9)),
                         embedder=unit_retriever.embedder)
     res = pipe.search("why does a wing stall", "moderate")
     text, _, listing = res.answer.rpartition("\n\nSources:\n")
     assert len(prompts) == 1, "one answer prompt sent"
-    check("WSOP-005", citations_resolve(text, prompts[0], res.sources), cited=cited_numbers(text),
+    rag_check("WSOP-005", citations_resolve(text, prompts[0], res.sources), cited=cited_numbers(text),
           numbered_in_prompt=sorted(sources_in_prompt(prompts[0])), sources=len(res.sources))
     assert all(f"[{i}]" in listing for i in range(1, len(res.sources) + 1))
 
@@ -149,23 +149,23 @@ def test_work_grows_with_complexity(pipeline):
 
 
 @pytest.mark.spec("WSOP-007")
-def test_empty_index_degrades_gracefully(pipeline, hashing_embedder, tmp_path, check):
-    empty = Retriever(LanceStore(tmp_path / "empty", "nothing"), hashing_embedder)
+def test_empty_index_degrades_gracefully(pipeline, rag_hashing_embedder, tmp_path, rag_check):
+    empty = Retriever(LanceStore(tmp_path / "empty", "nothing"), rag_hashing_embedder)
     results = []
     for level in ("simple", "moderate", "complex"):
         res = pipeline(conf=0.9, retriever=empty).search("anything at all", level)
         results.append(res.degraded and not res.sources and "could not find" in res.answer)
-    check("WSOP-007", all(results))
+    rag_check("WSOP-007", all(results))
 
 
 @pytest.mark.spec("WSOP-008")
-def test_fusion_applied_to_multi_query_results(pipeline, check):
+def test_fusion_applied_to_multi_query_results(pipeline, rag_check):
     res = pipeline(conf=0.9).search(COMPLEX, "complex")
     fusion = next((e for e in res.trace.events if e["name"] == "fusion"), None)
     ranks = [s.metadata.get("rrf_ranks") for s in res.sources]
     fused = fusion is not None and fusion["lists"] == 3 and bool(ranks) and all(
         r is not None and len(r) == 3 and any(x is not None for x in r) for r in ranks)
-    check("WSOP-008", fused, lists=fusion and fusion["lists"], ranks=ranks)
+    rag_check("WSOP-008", fused, lists=fusion and fusion["lists"], ranks=ranks)
 
 
 def test_classifier_routes_with_thresholds():

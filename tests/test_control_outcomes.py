@@ -89,26 +89,26 @@ import pytest
 from mathlib import add, ratio
 
 @pytest.mark.spec("KIL-001")
-def test_sum(spec, check):
-    check(spec.id, add(2, 2))
+def test_sum(rag_spec, rag_check):
+    rag_check(rag_spec.id, add(2, 2))
 
 @pytest.mark.spec("KIL-002")
-def test_side_assert_first(spec, check):
+def test_side_assert_first(rag_spec, rag_check):
     assert add(2, 2) == 4, "a side assert"
-    check(spec.id, 4)
+    rag_check(rag_spec.id, 4)
 
 @pytest.mark.spec("KIL-003")
-def test_side_assert_after(spec, check):
-    check(spec.id, 4)
+def test_side_assert_after(rag_spec, rag_check):
+    rag_check(rag_spec.id, 4)
     assert add(1, 1) == 2
 
 @pytest.mark.spec("KIL-004")
-def test_ratio(spec, check):
-    check(spec.id, ratio(6, 3))
+def test_ratio(rag_spec, rag_check):
+    rag_check(rag_spec.id, ratio(6, 3))
 
 @pytest.mark.unit
 @pytest.mark.spec("KIL-005")
-def test_supporting(spec):
+def test_supporting(rag_spec):
     assert add(2, 2) == 4
 """
 
@@ -173,10 +173,10 @@ def test_a_benchmark_test_failing_on_a_side_assert_is_not_killed_by_its_check(py
         import mylib
 
         @pytest.mark.spec("KIL-B1")
-        def test_figure(check):
+        def test_figure(rag_check):
             assert mylib.compute() < 2, "a side assert on the study"
-            check("KIL-B1", 1.0)
-    """))
+            rag_check("KIL-B1", 1.0)
+"""))
     result = pytester.runpytest_subprocess("--report-dir", "out", "-m", "benchmark", "--negative-controls")
     result.assert_outcomes(passed=1)
     assert result.ret != 0

@@ -71,12 +71,12 @@ def test_failed_rulings_count_as_disagreements_in_kappa_and_the_flag():
 
 
 @pytest.mark.unit
-def test_a_judge_right_whenever_it_rules_but_failing_half_the_time_is_flagged(scripted_llm):
+def test_a_judge_right_whenever_it_rules_but_failing_half_the_time_is_flagged(rag_scripted_llm):
     """10 items, 5 supported. The judge gives the label on items 0-2 (supported) and 5-6 (not), fails on the
     rest: κ over the ruled 5 is 1, over all 10 p_o = 0.5, p_e = 0.3·0.5 + 0.2·0.5 = 0.25, κ = 1/3 < 0.4."""
     labels = [True] * 5 + [False] * 5
     fails = {3, 4, 7, 8, 9}
-    judge = _judge(scripted_llm, "half-failing",
+    judge = _judge(rag_scripted_llm, "half-failing",
                    lambda claim, *_: None if int(claim.split()[0][1:]) in fails else claim.endswith("yes"))
     rel = measure_agreement([judge], _items(labels), "toy", lexical=False).reliability[judge.name]
     assert rel.failures == 5 and rel.n == 10 and rel.kappa_ruled == 1.0
@@ -86,13 +86,13 @@ def test_a_judge_right_whenever_it_rules_but_failing_half_the_time_is_flagged(sc
 
 # ---------------------------------------------------------------- JUDGE-KAPPA needs its 400 items
 @pytest.mark.unit
-def test_a_kappa_from_fewer_items_than_the_spec_asks_cannot_be_supported(scripted_llm):
+def test_a_kappa_from_fewer_items_than_the_spec_asks_cannot_be_supported(rag_scripted_llm):
     """A judge right on 28 of 30 items: κ = 0.867, its whole interval above 0.4 (supported as an interval), but
     JUDGE-KAPPA asks 400 items: inconclusive, 400 needed. A refutation stands at any n."""
     spec = CATALOGUE["JUDGE-KAPPA"]
     assert spec.min_n == 400
     labels = [k % 2 == 0 for k in range(30)]
-    judge = _judge(scripted_llm, "mostly-right", lambda claim, *_: claim.endswith("yes") != (claim.split()[0] in
+    judge = _judge(rag_scripted_llm, "mostly-right", lambda claim, *_: claim.endswith("yes") != (claim.split()[0] in
                                                                                            ("c0", "c1")))
     rel = measure_agreement([judge], _items(labels), "toy", lexical=False).reliability[judge.name]
     assert rel.n == 30 and rel.kappa == pytest.approx(cohen_kappa([not y for y in labels[:2]] + labels[2:], labels))
@@ -128,9 +128,9 @@ def test_check_reads_inconclusive_below_min_n_and_the_catalogue_checks_it(pytest
 
         @pytest.mark.spec("DEMO-N")
         @pytest.mark.parametrize("n", [20, 50])
-        def test_share(check, n):
-            check("DEMO-N", 0.9, n=n, dataset=f"n{n}")
-    """)
+        def test_share(rag_check, n):
+            rag_check("DEMO-N", 0.9, n=n, dataset=f"n{n}")
+""")
     project.runpytest_subprocess("--report-dir", "out").assert_outcomes(passed=2)
     import json
 
@@ -159,15 +159,15 @@ def test_perturbed_means_a_fresh_request_that_can_differ():
 
 
 @pytest.mark.unit
-def test_the_flip_rate_sees_a_judge_that_follows_the_wording_and_its_control_fails_the_check(scripted_llm, under):
+def test_the_flip_rate_sees_a_judge_that_follows_the_wording_and_its_control_fails_the_check(rag_scripted_llm, under):
     """A judge that says "supported" to every claim in the recheck wording flips on the 6 unsupported items of
     12: 0.5. A judge that follows the labels in both wordings flips on none: 0.0, a pass. Under the control the
     second ruling repeats the first call: nothing is confirmed, 1.0 for both, and JUDGE-FLIP-RATE (<= 0.2) fails."""
     spec = CATALOGUE["JUDGE-FLIP-RATE"]
     assert spec.control == "judge-recheck-repeats-first-ruling"
     labels = [k % 2 == 0 for k in range(12)]
-    wording = _judge(scripted_llm, "follows-wording", lambda claim, recheck, _t: recheck or claim.endswith("yes"))
-    steady = _judge(scripted_llm, "steady", lambda claim, *_: claim.endswith("yes"))
+    wording = _judge(rag_scripted_llm, "follows-wording", lambda claim, recheck, _t: recheck or claim.endswith("yes"))
+    steady = _judge(rag_scripted_llm, "steady", lambda claim, *_: claim.endswith("yes"))
     study = measure_agreement([wording, steady], _items(labels), "toy", seed=3, lexical=False)
     rel, ok = study.reliability[wording.name], study.reliability[steady.name]
     assert (rel.flip_rate, rel.flip_n, rel.recheck["changed"]) == (0.5, 12, 6) and rel.unreliable
@@ -182,7 +182,7 @@ def test_the_flip_rate_sees_a_judge_that_follows_the_wording_and_its_control_fai
 
 
 @pytest.mark.unit
-def test_the_recheck_temperature_reaches_the_model_and_a_greedy_seed_only_recheck_confirms_nothing(scripted_llm):
+def test_the_recheck_temperature_reaches_the_model_and_a_greedy_seed_only_recheck_confirms_nothing(rag_scripted_llm):
     """A judge that flips whenever it is sampled (temperature > 0) on the items after the 4th of 10: 6 of 10
     with the recheck at 0.7 in the first wording. At temperature 0 in the first wording (the old second ruling:
     only the seed changed) the re-ruling cannot differ, so it confirms nothing: 1.0, never a pass by construction."""
@@ -191,23 +191,23 @@ def test_the_recheck_temperature_reaches_the_model_and_a_greedy_seed_only_rechec
     def sampled(claim, _recheck, temperature):
         return claim.endswith("yes") != (bool(temperature) and int(claim.split()[0][1:]) >= 4)
 
-    hot = _judge(scripted_llm, "sampled-hot", sampled, recheck_prompt="support")
+    hot = _judge(rag_scripted_llm, "sampled-hot", sampled, recheck_prompt="support")
     rel = measure_agreement([hot], _items(labels), "toy", lexical=False).reliability[hot.name]
     assert rel.flip_rate == pytest.approx(0.6) and rel.recheck["changed"] == 6
-    greedy = _judge(scripted_llm, "sampled-greedy", sampled, recheck_prompt="support", recheck_temperature=0.0)
+    greedy = _judge(rag_scripted_llm, "sampled-greedy", sampled, recheck_prompt="support", recheck_temperature=0.0)
     rel = measure_agreement([greedy], _items(labels), "toy", lexical=False).reliability[greedy.name]
     assert rel.flip_rate == 1.0 and rel.recheck["unperturbed"] == 10 and rel.recheck["changed"] == 0
 
 
 @pytest.mark.unit
-def test_the_blind_judge_control_reaches_the_agreement_study(scripted_llm, under):
+def test_the_blind_judge_control_reaches_the_agreement_study(rag_scripted_llm, under):
     """judge-sees-no-context (JUDGE-KAPPA's and JUDGE-ALPHA's control) patches `LLMJudge.rule`, which the study
     calls: a judge that rules from the context then says "not supported" to everything."""
     def reads_context(messages, params):
         text = messages[-1]["content"]
         return '{"supported": %s}' % str("5 dollars" in text and " yes" in CLAIM.search(text).group(1)).lower()
 
-    judge = LLMJudge(scripted_llm(reads_context, name="reads-context").with_role("judge"))
+    judge = LLMJudge(rag_scripted_llm(reads_context, name="reads-context").with_role("judge"))
     labels = [k % 2 == 0 for k in range(8)]
     assert measure_agreement([judge], _items(labels), "toy", lexical=False).reliability[judge.name].kappa == 1.0
     under("judge-sees-no-context")

@@ -94,7 +94,7 @@ def test_one_querys_server_error_stays_an_error_the_technique_counts():
 
 
 @pytest.mark.unit
-def test_techniques_that_fall_back_let_a_fatal_error_through(hashing_embedder):
+def test_techniques_that_fall_back_let_a_fatal_error_through(rag_hashing_embedder):
     from harness.techniques.generation import try_complete
     from harness.techniques.hyde import HyDE
     from harness.types import Trace
@@ -103,7 +103,7 @@ def test_techniques_that_fall_back_let_a_fatal_error_through(hashing_embedder):
     with pytest.raises(FatalModelError):
         try_complete(c, "hi", trace=Trace(), error_event="x_error")
     with pytest.raises(FatalModelError):  # HyDE would fall back to the raw query on an LLMError
-        HyDE(c, hashing_embedder).expand("what is lift?")
+        HyDE(c, rag_hashing_embedder).expand("what is lift?")
 
 
 @pytest.mark.unit

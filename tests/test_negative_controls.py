@@ -94,10 +94,10 @@ def test_integration_spec_checks_fail_under_their_controls(tmp_path: Path):
 
 
 @pytest.mark.integration
-def test_calibration_checks_fail_under_their_controls(tmp_path: Path, harness_config):
+def test_calibration_checks_fail_under_their_controls(tmp_path: Path, rag_config):
     """The CALIB specs (real Cranfield runs, no LLM) under a liberal test and a too-narrow interval; skipped
     where the data directory (`--data-dir`, `harness.data_dir`) has no Cranfield."""
-    data = harness_config.harness.data_dir
+    data = rag_config.harness.data_dir
     if not (data / "cranfield" / "corpus.jsonl").is_file():
         pytest.skip(f"the Cranfield set is not in the data directory: {data / 'cranfield' / 'corpus.jsonl'} is missing")
     out = tmp_path / "controls"

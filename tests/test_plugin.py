@@ -33,12 +33,12 @@ TESTS = """
 import pytest
 
 @pytest.mark.spec("DEMO-001")
-def test_ratio(spec, check):
-    check(spec.id, {value}, n=12, model="scripted")
+def test_ratio(rag_spec, rag_check):
+    rag_check(rag_spec.id, {value}, n=12, model="scripted")
 
 @pytest.mark.spec("DEMO-002")
-def test_flag(check):
-    check("DEMO-002", True)
+def test_flag(rag_check):
+    rag_check("DEMO-002", True)
 """
 
 
@@ -124,8 +124,8 @@ import pytest
 
 @pytest.mark.unit
 @pytest.mark.parametrize("i", range(6))
-def test_measure(measure, i):
-    measure("figure", i * 0.5, technique="t", dataset="d")
+def test_measure(rag_measure, i):
+    rag_measure("figure", i * 0.5, technique="t", dataset="d")
 """
 
 
@@ -179,15 +179,15 @@ SHIFTS = {{"supported": np.tile([0.3, 0.2], 15), "refuted": np.tile([0.01, -0.03
 
 @pytest.mark.spec("CMP-001")
 @pytest.mark.parametrize("dataset", {datasets})
-def test_lift(spec, check, dataset):
+def test_lift(rag_spec, rag_check, dataset):
     kind = {kinds}[dataset]
-    check(spec.id, paired_effect(BASE + SHIFTS[kind], BASE), dataset=dataset, available=200)
+    rag_check(rag_spec.id, paired_effect(BASE + SHIFTS[kind], BASE), dataset=dataset, available=200)
 
 @pytest.mark.spec("CMP-002")
-def test_gate(spec, check):
+def test_gate(rag_spec, rag_check):
     base = np.array([1] * 10 + [0] * 20, float)
     cand = np.array([1] * 10 + [1] * {wins} + [0] * (20 - {wins}), float)
-    check(spec.id, paired_effect(cand, base, binary=True))
+    rag_check(rag_spec.id, paired_effect(cand, base, binary=True))
 """
 
 
@@ -273,13 +273,13 @@ def test_a_bare_number_cannot_decide_a_comparative_claim(project: pytest.Pyteste
         import pytest
 
         @pytest.mark.spec("CMP-001")
-        def test_lift(spec, check):
-            check(spec.id, 0.2)
+        def test_lift(rag_spec, rag_check):
+            rag_check(rag_spec.id, 0.2)
 
         @pytest.mark.spec("CMP-002")
-        def test_gate(spec, check):
+        def test_gate(rag_spec, rag_check):
             pass
-    """))
+"""))
     result = project.runpytest_subprocess("--report-dir", "out")
     result.stdout.fnmatch_lines(["*TypeError: CMP-001 is decided by its 95% CI vs threshold: pass an Effect*"])
     rows = _rows(project)
@@ -329,16 +329,16 @@ import pytest
 from mathlib import add
 
 @pytest.mark.spec("CTL-001")
-def test_sum(spec, check):
-    check(spec.id, add(2, 2))
+def test_sum(rag_spec, rag_check):
+    rag_check(rag_spec.id, add(2, 2))
 
 @pytest.mark.spec("CTL-002")
-def test_constant(spec, check):
-    check(spec.id, 4)
+def test_constant(rag_spec, rag_check):
+    rag_check(rag_spec.id, 4)
 
 @pytest.mark.spec("CTL-003")
-def test_property(spec, check):
-    check(spec.id, 0)
+def test_property(rag_spec, rag_check):
+    rag_check(rag_spec.id, 0)
 """
 
 
@@ -403,9 +403,9 @@ def test_benchmark_controls_run_in_a_fresh_process_and_leave_the_real_study_alon
             return mylib.compute()
 
         @pytest.mark.spec("DEMO-B1")
-        def test_figure(study, check):
-            check("DEMO-B1", study, pid=os.getpid())
-    """))
+        def test_figure(study, rag_check):
+            rag_check("DEMO-B1", study, pid=os.getpid())
+"""))
     result = pytester.runpytest_subprocess("--report-dir", "out", "-m", "benchmark", "--negative-controls")
     result.assert_outcomes(passed=1)
     row = {r["id"]: r for r in json.loads((pytester.path / "out" / "results.json").read_text())["specs"]}["DEMO-B1"]
@@ -479,23 +479,23 @@ import pytest
 from harness.llm.spend import spending_for
 
 @pytest.mark.spec("COST-001")
-def test_answers(llm, check):
+def test_answers(rag_llm, rag_check):
     with spending_for("echo-technique"):
-        answers = [llm.complete(f"question number {i}", max_tokens=8).text for i in range(10)]
-    check("COST-001", max(len(a.split()) for a in answers))
+        answers = [rag_llm.complete(f"question number {i}", max_tokens=8).text for i in range(10)]
+    rag_check("COST-001", max(len(a.split()) for a in answers))
 
 @pytest.mark.spec("COST-002")
-def test_offline(check):
-    check("COST-002", True)
+def test_offline(rag_check):
+    rag_check("COST-002", True)
 
 @pytest.fixture(scope="module")
-def study(llm):
+def study(rag_llm):
     with spending_for("fixture-technique"):
-        return [llm.complete(f"study item {i}", max_tokens=8).text for i in range(3)]
+        return [rag_llm.complete(f"study item {i}", max_tokens=8).text for i in range(3)]
 
 @pytest.mark.spec("COST-003")
-def test_study(study, check):
-    check("COST-003", len(study))
+def test_study(study, rag_check):
+    rag_check("COST-003", len(study))
 """
 
 SPEND_CONFIG = """
@@ -598,13 +598,13 @@ def test_a_pass_resting_on_an_unreliable_judge_reads_inconclusive(project: pytes
             return JudgeReliability("tiny", "hand", 60, kappa, (kappa - .1, kappa + .1), .5, (.4, .6)).as_context()
 
         @pytest.mark.spec("DEMO-001")
-        def test_ratio(spec, check):
-            check(spec.id, 0.5, judge_reliability=judge(0.1))
+        def test_ratio(rag_spec, rag_check):
+            rag_check(rag_spec.id, 0.5, judge_reliability=judge(0.1))
 
         @pytest.mark.spec("DEMO-002")
-        def test_flag(check):
-            check("DEMO-002", True, judge_reliability=[judge(0.8)])
-    """))
+        def test_flag(rag_check):
+            rag_check("DEMO-002", True, judge_reliability=[judge(0.8)])
+"""))
     result = project.runpytest_subprocess("--report-dir", "out")
     assert result.ret == 0
     specs = {s["id"]: s for s in json.loads((project.path / "out" / "results.json").read_text())["specs"]}

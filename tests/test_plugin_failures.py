@@ -44,11 +44,11 @@ import pytest
 from harness.techniques.generation import try_complete
 
 @pytest.mark.spec("FAIL-001")
-def test_answers(llm, check):
-    text = try_complete(llm, "What is lift?", trace=None, error_event="demo_error")
-    check("FAIL-001", text is not None)
+def test_answers(rag_llm, rag_check):
+    text = try_complete(rag_llm, "What is lift?", trace=None, error_event="demo_error")
+    rag_check("FAIL-001", text is not None)
 
-def test_never_reached(llm):
+def test_never_reached(rag_llm):
     raise AssertionError("the session should have stopped before this test")
 """
 
@@ -118,10 +118,10 @@ def test_arms_that_failed_read_error_and_fail_the_test(project):
         from harness.stats import paired_effect
 
         @pytest.mark.spec("FAIL-002")
-        def test_lift(check):
+        def test_lift(rag_check):
             same = np.full(20, 0.5)  # every query fell back to the baseline's results
-            check("FAIL-002", paired_effect(same, same), fallback_rate=1.0, error_rate=1.0)
-    """))
+            rag_check("FAIL-002", paired_effect(same, same), fallback_rate=1.0, error_rate=1.0)
+"""))
     result = project.runpytest_subprocess("--report-dir", "out", "--spec-coverage", "off")
     result.assert_outcomes(failed=1)
     result.stdout.fnmatch_lines(["*SpecCheckFailed: error: FAIL-002*failed on 100% of queries*",

@@ -27,12 +27,12 @@ TESTS = """
 import pytest
 
 @pytest.mark.spec("{mine}")
-def test_mine(check):
-    check("{mine}", 0.5)
+def test_mine(rag_check):
+    rag_check("{mine}", 0.5)
 
 @pytest.mark.spec("HYDE-001")
-def test_protocol(check):
-    check("HYDE-001", True)
+def test_protocol(rag_check):
+    rag_check("HYDE-001", True)
 """
 
 

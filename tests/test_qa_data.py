@@ -143,10 +143,10 @@ def test_mcq_from_qa_is_seeded_and_balanced():
         mcq_from_qa(items[:2], seed=1)  # 4 options need 3 questions
 
 
-def test_the_shared_sets_load_with_their_documented_counts(harness_config):
+def test_the_shared_sets_load_with_their_documented_counts(rag_config):
     """The counts ../shared/data/README.md states, read back through the loaders (nothing skipped); skipped
     where the data directory (`--data-dir`, `harness.data_dir`) lacks the sets."""
-    root = harness_config.harness.data_dir
+    root = rag_config.harness.data_dir
     missing = [n for n in ("halueval-qa", "freshqa", "simpleqa", "mmlu") if not (root / n).is_dir()]
     if missing:
         pytest.skip(f"the shared QA sets are not in the data directory {root}: missing {', '.join(missing)}")

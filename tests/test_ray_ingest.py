@@ -120,7 +120,7 @@ def test_ray_table_equals_the_single_process_table(ray_local, tmp_path, name, n,
 @QUIET
 def test_ray_index_command_writes_the_table_the_tier_opens(ray_local, tmp_path, capsys):
     from harness.cli import main
-    from harness.plugin.fixtures import persistent_index
+    from harness.techniques.backends import persistent_index
 
     data = tmp_path / "data" / "mini"
     (data / "qrels").mkdir(parents=True)

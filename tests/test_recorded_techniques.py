@@ -25,32 +25,32 @@ REFUND = Query("r", "how are refunds paid for gift card purchases")
 
 
 @pytest.fixture(scope="module")
-def mini_services(embedder, reranker, harness_config, tmp_path_factory):
+def mini_services(rag_embedder, rag_reranker, rag_config, tmp_path_factory):
     root = tmp_path_factory.mktemp("recorded")
     store = LanceStore(root / "db", "mini")
-    store.index(list(load_beir(FIXTURES / "mini").corpus.values()), embedder)
+    store.index(list(load_beir(FIXTURES / "mini").corpus.values()), rag_embedder)
     web = LanceStore(root / "web", "web")
-    web.index(list(load_corpus(FIXTURES / "mini_web" / "corpus.jsonl", SkipLog()).values()), embedder)
-    return Services(harness_config, retriever=Retriever(store, embedder), embedder=embedder, reranker=reranker,
-                    web=LocalWebSearch(Retriever(web, embedder)))
+    web.index(list(load_corpus(FIXTURES / "mini_web" / "corpus.jsonl", SkipLog()).values()), rag_embedder)
+    return Services(rag_config, retriever=Retriever(store, rag_embedder), embedder=rag_embedder, reranker=rag_reranker,
+                    web=LocalWebSearch(Retriever(web, rag_embedder)))
 
 
 @pytest.fixture(scope="module")
-def kb_services(embedder, reranker, harness_config, tmp_path_factory):
+def kb_services(rag_embedder, rag_reranker, rag_config, tmp_path_factory):
     store = LanceStore(tmp_path_factory.mktemp("recorded-kb"), "kb")
     inputs = load_experiment_inputs(FIXTURES / "retail_kb")
-    index_kb(inputs, store, embedder)
-    return Services(harness_config, retriever=Retriever(store, embedder), embedder=embedder,
-                    reranker=reranker), inputs
+    index_kb(inputs, store, rag_embedder)
+    return Services(rag_config, retriever=Retriever(store, rag_embedder), embedder=rag_embedder,
+                    reranker=rag_reranker), inputs
 
 
 def _with(services: Services, llm) -> Services:
     return dataclasses.replace(services, llm=llm)
 
 
-def test_crag_judges_refines_and_answers(mini_services, recorded_llm):
+def test_crag_judges_refines_and_answers(mini_services, rag_recorded_llm):
     """CRAG with the LLM judge (crag.scorer: llm): the yes/no parse, the action, refinement and the answer."""
-    crag = build_technique("crag", _with(mini_services, recorded_llm), {"scorer": "llm"})
+    crag = build_technique("crag", _with(mini_services, rag_recorded_llm), {"scorer": "llm"})
     res = crag.run(STALL)
     judged = [e for e in res.trace.events if e["name"] == "crag"]
     assert judged and judged[0]["action"] in ("CORRECT", "AMBIGUOUS", "INCORRECT")
@@ -59,8 +59,8 @@ def test_crag_judges_refines_and_answers(mini_services, recorded_llm):
     assert res.answer and res.trace.llm_calls >= 6  # five judgements (plus strips) and the answer
 
 
-def test_fusion_generates_parses_and_fuses(mini_services, recorded_llm):
-    fusion = build_technique("rag-fusion", _with(mini_services, recorded_llm))
+def test_fusion_generates_parses_and_fuses(mini_services, rag_recorded_llm):
+    fusion = build_technique("rag-fusion", _with(mini_services, rag_recorded_llm))
     res = fusion.run(STALL)
     queries = res.detail["queries"]
     assert queries[0] == STALL.text and len(queries) >= 2, "at least one generated query survives parsing"
@@ -69,8 +69,8 @@ def test_fusion_generates_parses_and_fuses(mini_services, recorded_llm):
 
 
 @pytest.mark.parametrize("query", [STALL, REFUND], ids=["stall", "refund"])
-def test_rewriting_parses_a_search_query(mini_services, recorded_llm, query):
-    rw = build_technique("query-rewriting", _with(mini_services, recorded_llm))
+def test_rewriting_parses_a_search_query(mini_services, rag_recorded_llm, query):
+    rw = build_technique("query-rewriting", _with(mini_services, rag_recorded_llm))
     res = rw.run(query)
     rewritten = res.detail["rewritten"]
     assert rewritten and "\n" not in rewritten and len(rewritten.split()) <= 64
@@ -79,8 +79,8 @@ def test_rewriting_parses_a_search_query(mini_services, recorded_llm, query):
 
 
 @pytest.mark.parametrize("route", ["moderate", "complex"])
-def test_wsop_routes_through_the_registered_techniques(mini_services, recorded_llm, route):
-    wsop = build_technique("wsop", _with(mini_services, recorded_llm), {"complexity": route})
+def test_wsop_routes_through_the_registered_techniques(mini_services, rag_recorded_llm, route):
+    wsop = build_technique("wsop", _with(mini_services, rag_recorded_llm), {"complexity": route})
     res = wsop.run(STALL)
     engaged = {t for t in ("hyde", "crag", "fusion", "rewrite") if res.trace.called(t)}
     assert engaged == ({"hyde", "crag"} if route == "moderate" else {"hyde", "crag", "fusion", "rewrite"})
@@ -89,9 +89,9 @@ def test_wsop_routes_through_the_registered_techniques(mini_services, recorded_l
 
 
 @pytest.mark.parametrize("name", ["e2-standard", "e3-filtered", "e4-reasoning"])
-def test_e2e4_pipelines_answer(kb_services, recorded_llm, name):
+def test_e2e4_pipelines_answer(kb_services, rag_recorded_llm, name):
     services, inputs = kb_services
-    tech = build_technique(name, _with(services, recorded_llm))
+    tech = build_technique(name, _with(services, rag_recorded_llm))
     results = tech.run_many([Query(q.query_id, q.query) for q in inputs.queries[:2]])
     assert [r.query_id for r in results] == [q.query_id for q in inputs.queries[:2]]
     for r in results:
@@ -103,9 +103,9 @@ def test_e2e4_pipelines_answer(kb_services, recorded_llm, name):
             assert r.detail["rerank_ms"] is not None
 
 
-def test_ret_hypotheses_fingerprints_and_plan(kb_services, recorded_llm):
+def test_ret_hypotheses_fingerprints_and_plan(kb_services, rag_recorded_llm):
     services, inputs = kb_services
-    ret = build_technique("ret", _with(services, recorded_llm), {"enable_ret": True, "prompt_variant": "completion"})
+    ret = build_technique("ret", _with(services, rag_recorded_llm), {"enable_ret": True, "prompt_variant": "completion"})
     q = next(q for q in inputs.queries if q.query_type == "direct")
     res = ret.run(Query(q.query_id, q.query))
     out = res.detail["ret"]

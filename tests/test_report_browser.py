@@ -51,18 +51,18 @@ from harness.stats.effect import paired_effect
 
 @pytest.mark.spec("HYDE-900")
 @pytest.mark.parametrize("dataset", ["alpha", "beta"])
-def test_claim(check, dataset):
+def test_claim(rag_check, dataset):
     rng = np.random.default_rng(len(dataset))
     b = rng.random(40)
     c = np.clip(b + rng.normal(0.1 if dataset == "alpha" else -0.2, 0.1, 40), 0, 1)
     ids = [f"{dataset}-q{i}" for i in range(40)]
-    check("HYDE-900", paired_effect(c, b), dataset=dataset,
+    rag_check("HYDE-900", paired_effect(c, b), dataset=dataset,
           per_query=per_query_context(ids, b, c, texts={q: f"question <{q}>" for q in ids},
                                       outputs={q: {"hypothetical documents": f"a document for {q}"} for q in ids}))
 
 @pytest.mark.spec("CALIB-900")
-def test_self_check(check):
-    check("CALIB-900", 0.05, dataset="cranfield")
+def test_self_check(rag_check):
+    rag_check("CALIB-900", 0.05, dataset="cranfield")
 """
 
 

@@ -129,10 +129,10 @@ def test_a_failed_claims_message_shows_numbers_not_numpy_reprs(pytester):
         from harness.stats.effect import paired_effect
 
         @pytest.mark.spec("MSG-001")
-        def test_lift(check):
+        def test_lift(rag_check):
             # by hand: d = -0.4, -0.3, -0.2 (x10), mean -0.3, sd 0.08305, t(0.975, 29) 2.0452: -0.3 ± 0.0310
-            check("MSG-001", paired_effect([0.1, 0.2, 0.3] * 10, [0.5] * 30), dataset="d")
-    """)
+            rag_check("MSG-001", paired_effect([0.1, 0.2, 0.3] * 10, [0.5] * 30), dataset="d")
+""")
     result = project.runpytest_subprocess("--report-dir", "out", "--spec-coverage", "off")
     out = result.stdout.str()
     assert result.ret == 1 and "refuted: MSG-001" in out, out[-3000:]

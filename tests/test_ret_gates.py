@@ -116,11 +116,11 @@ class _NoDocs:
 
 
 @pytest.mark.unit
-def test_budget_guard_prices_the_stage_and_never_reads_an_unpriced_model_as_free(scripted_llm):
+def test_budget_guard_prices_the_stage_and_never_reads_an_unpriced_model_as_free(rag_scripted_llm):
     from harness.config import ModelPrice
     from harness.techniques.ret import RET, RETConfig
 
-    llm = scripted_llm(lambda m, p: "1. A - because it is", name="ret-price")
+    llm = rag_scripted_llm(lambda m, p: "1. A - because it is", name="ret-price")
     ret = RET(llm, RETConfig(enable_ret=True, max_cost_usd=0.03))
     assert ret.estimate_cost() is None  # unknown: not 0.0
     res = ret.select("q?", _NoDocs(), spent_usd=0.01)
@@ -186,12 +186,12 @@ def test_a_tie_for_the_top_coverage_credits_no_hypothesis():
 
 
 @pytest.mark.unit
-def test_the_budget_guard_reads_the_questions_own_run(scripted_llm):
+def test_the_budget_guard_reads_the_questions_own_run(rag_scripted_llm):
     """Per question: the cost its trace recorded before RET, not another question's or another technique's."""
     from harness.techniques.ret import RET, RETConfig
     from harness.types import Trace
 
-    ret = RET(scripted_llm(lambda m, p: "", name="ret-per-question"), RETConfig(enable_ret=True, max_cost_usd=0.03))
+    ret = RET(rag_scripted_llm(lambda m, p: "", name="ret-per-question"), RETConfig(enable_ret=True, max_cost_usd=0.03))
     spent = Trace()
     with spent.stage("earlier"):
         spent.record_llm_call(0, 0, 0.035)
@@ -222,9 +222,9 @@ def test_the_check_withholds_a_pass_measured_on_a_fallback_run(pytester: pytest.
 
         @pytest.mark.spec("DEMO-COST")
         @pytest.mark.parametrize("rate", [0.75, 0.05])
-        def test_cost(check, rate):
-            check("DEMO-COST", 0.0, fallback_rate=rate, dataset=f"set-{rate}")
-    """))
+        def test_cost(rag_check, rate):
+            rag_check("DEMO-COST", 0.0, fallback_rate=rate, dataset=f"set-{rate}")
+"""))
     pytester.runpytest_subprocess("--report-dir", "out").assert_outcomes(passed=2)
     rows = json.loads((pytester.path / "out" / "results.json").read_text())["specs"]
     entries = {e["dataset"]: e for e in rows[0]["datasets"]}

@@ -30,14 +30,14 @@ from harness.stats import paired_effect
 DRAWN = []
 
 @pytest.mark.spec("SEQ-001")
-def test_claim(check_sequential):
+def test_claim(rag_check_sequential):
     d = np.array({values})
 
     def measure_at(n, confidence):
         DRAWN.append(n)
         return paired_effect(d[:n], np.zeros(n), bounds=None, confidence=confidence), {{"fallback_rate": 0.0}}
 
-    check_sequential("SEQ-001", measure_at, len(d), available=len(d), model="scripted")
+    rag_check_sequential("SEQ-001", measure_at, len(d), available=len(d), model="scripted")
     print("DRAWN", DRAWN)
 """
 

@@ -215,20 +215,20 @@ import time
 import pytest
 
 @pytest.fixture(scope="session")
-def slow_study(llm):
+def slow_study(rag_llm):
     time.sleep(0.3)
-    return [llm.complete(f"study item {i}", max_tokens=8).text for i in range(3)]
+    return [rag_llm.complete(f"study item {i}", max_tokens=8).text for i in range(3)]
 
 @pytest.mark.spec("TIME-001")
-def test_first(slow_study, llm, check):
-    llm.complete_many([f"question {i}" for i in range(2)], max_tokens=8)  # on worker threads
-    llm.complete("question 0", max_tokens=8)  # from the response cache
+def test_first(slow_study, rag_llm, rag_check):
+    rag_llm.complete_many([f"question {i}" for i in range(2)], max_tokens=8)  # on worker threads
+    rag_llm.complete("question 0", max_tokens=8)  # from the response cache
     time.sleep(0.2)
-    check("TIME-001", len(slow_study), dataset="alpha", n=2, available=5)
+    rag_check("TIME-001", len(slow_study), dataset="alpha", n=2, available=5)
 
 @pytest.mark.spec("TIME-002")
-def test_second(slow_study, check):
-    check("TIME-002", len(slow_study))
+def test_second(slow_study, rag_check):
+    rag_check("TIME-002", len(slow_study))
 """
 
 

@@ -54,41 +54,41 @@ def _judge_context(study: Any, rel: Any, recorded_llm: Any) -> dict[str, Any]:
 
 @pytest.mark.default_cassette(JUDGE_CASSETTE)
 @pytest.mark.spec("FIRST-LOOK-JUDGE-CONSISTENT")
-def test_judge_rules_the_same_way_again(judge_studies, recorded_llm, check):
+def test_judge_rules_the_same_way_again(judge_studies, rag_recorded_llm, rag_check):
     from harness.judge.reliability import flip_effect
 
-    study = _judge_study(judge_studies, recorded_llm)
+    study = _judge_study(judge_studies, rag_recorded_llm)
     rel = next(r for name, r in study.reliability.items() if name != "lexical")
     effect = flip_effect(study.first[rel.judge], study.second[rel.judge])
-    check("FIRST-LOOK-JUDGE-CONSISTENT", effect, **_judge_context(study, rel, recorded_llm), seeds=[0, 1])
+    rag_check("FIRST-LOOK-JUDGE-CONSISTENT", effect, **_judge_context(study, rel, rag_recorded_llm), seeds=[0, 1])
 
 
 @pytest.mark.default_cassette(JUDGE_CASSETTE)
 @pytest.mark.spec("FIRST-LOOK-JUDGE-ABOVE-CHANCE", "FIRST-LOOK-JUDGE-MODERATE")
-def test_judge_agrees_with_the_hand_labels(judge_studies, recorded_llm, spec, check):
+def test_judge_agrees_with_the_hand_labels(judge_studies, rag_recorded_llm, rag_spec, rag_check):
     from harness.judge.reliability import kappa_effect
 
-    study = _judge_study(judge_studies, recorded_llm)
+    study = _judge_study(judge_studies, rag_recorded_llm)
     rel = next(r for name, r in study.reliability.items() if name != "lexical")
     lexical = study.reliability["lexical"]
-    check(spec.id, kappa_effect(rel), **_judge_context(study, rel, recorded_llm), accuracy=rel.accuracy,
+    rag_check(rag_spec.id, kappa_effect(rel), **_judge_context(study, rel, rag_recorded_llm), accuracy=rel.accuracy,
           accuracy_ci=list(rel.accuracy_ci), lexical_kappa=lexical.kappa, lexical_kappa_ci=list(lexical.kappa_ci))
 
 
 @pytest.mark.default_cassette(JUDGE_CASSETTE)
 @pytest.mark.spec("FIRST-LOOK-LEXICAL-BEATS-JUDGE")
-def test_lexical_baseline_against_the_judge(judge_studies, recorded_llm, check):
+def test_lexical_baseline_against_the_judge(judge_studies, rag_recorded_llm, rag_check):
     import numpy as np
 
     from harness.stats.effect import paired_effect
 
-    study = _judge_study(judge_studies, recorded_llm)
+    study = _judge_study(judge_studies, rag_recorded_llm)
     rel = next(r for name, r in study.reliability.items() if name != "lexical")
     labels = [i.supported for i in study.items]
     right = {name: np.array([v is not None and v == y for v, y in zip(study.first[name], labels)], dtype=float)
              for name in (rel.judge, "lexical")}
-    check("FIRST-LOOK-LEXICAL-BEATS-JUDGE", paired_effect(right["lexical"], right[rel.judge], binary=True, seed=1),
-          **_judge_context(study, rel, recorded_llm), accuracy_lexical=float(right["lexical"].mean()),
+    rag_check("FIRST-LOOK-LEXICAL-BEATS-JUDGE", paired_effect(right["lexical"], right[rel.judge], binary=True, seed=1),
+          **_judge_context(study, rel, rag_recorded_llm), accuracy_lexical=float(right["lexical"].mean()),
           accuracy_judge=float(right[rel.judge].mean()), per_query=_rulings_table(study, rel.judge, right))
 
 
@@ -114,12 +114,12 @@ def _rulings_table(study: Any, judge: str, right: dict[str, Any]) -> dict[str, A
     pytest.param(q, id=name, marks=pytest.mark.default_cassette(
         f"test_hyde_integration/test_hyde_embedding_differs_from_query[HYDE-002-{q}]"))
     for name, q in zip(("stall", "refund"), HYDE_QUERIES)])
-def test_hyde_vector_differs_from_the_query(query, recorded_llm, embedder, check):
+def test_hyde_vector_differs_from_the_query(query, rag_recorded_llm, rag_embedder, rag_check):
     from harness.techniques.hyde import HyDE
 
-    res = HyDE(recorded_llm, embedder).expand(query)
-    cos = float(res.vector @ embedder.encode([query])[0])
+    res = HyDE(rag_recorded_llm, rag_embedder).expand(query)
+    cos = float(res.vector @ rag_embedder.encode([query])[0])
     # a HyDE that fell back to the raw query measured the fallback: a pass would read inconclusive
-    check("FIRST-LOOK-HYDE-DIFFERS", cos, model=recorded_llm.label, dataset="mini", query=query,
+    rag_check("FIRST-LOOK-HYDE-DIFFERS", cos, model=rag_recorded_llm.label, dataset="mini", query=query,
           fallback_rate=float(res.used_fallback), technique="hyde", traffic="replayed",
           hypothetical_document=(res.documents or [""])[0][:300])

@@ -18,27 +18,28 @@ from harness.plugin.state import (
 from harness.catalogue import Catalogue, Spec
 from harness.report.collector import jsonable
 from harness.config import HarnessConfig
+from harness.techniques.backends import crag_backends, persistent_index  # noqa: F401 - re-exported
 
-__all__ = ["spec", "check", "check_sequential", "measure", "harness_config", "catalogue", "embedder",
-           "hashing_embedder", "make_index", "beir_dataset", "corpus", "qa_set", "mcq_set", "index", "retriever",
-           "reranker"]
+__all__ = ["rag_spec", "rag_check", "rag_check_sequential", "rag_measure", "rag_config", "rag_catalogue", "rag_embedder",
+           "rag_hashing_embedder", "rag_make_index", "rag_beir_dataset", "rag_corpus", "rag_qa_set", "rag_mcq_set", "rag_index", "rag_retriever",
+           "rag_reranker"]
 
 
 
 @pytest.fixture(scope="session")
-def harness_config(pytestconfig: pytest.Config) -> HarnessConfig:
+def rag_config(pytestconfig: pytest.Config) -> HarnessConfig:
     """The run's typed configuration (wsop.yaml + command-line options)."""
     return harness_config_of(pytestconfig)
 
 
 @pytest.fixture(scope="session")
-def catalogue(pytestconfig: pytest.Config) -> Catalogue:
+def rag_catalogue(pytestconfig: pytest.Config) -> Catalogue:
     return catalogue_of(pytestconfig)
 
 
 # ---------------------------------------------------------------- spec, check and measure
 @pytest.fixture
-def spec(request: pytest.FixtureRequest) -> Spec:
+def rag_spec(request: pytest.FixtureRequest) -> Spec:
     """The catalogue spec this test instance is bound to (via `@pytest.mark.spec(...)`)."""
     param = getattr(request, "param", None)
     if param is None:
@@ -55,7 +56,7 @@ def _record(request: pytest.FixtureRequest, record: dict[str, Any]) -> None:
 
 
 @pytest.fixture
-def check(request: pytest.FixtureRequest) -> Callable[..., Any]:
+def rag_check(request: pytest.FixtureRequest) -> Callable[..., Any]:
     """`check(spec_id, value, **context)`: decide a measured value against its catalogue spec.
 
     `value` is a number (or bool/list) for `decision: estimate` specs, and an `Effect`
@@ -140,7 +141,7 @@ def check(request: pytest.FixtureRequest) -> Callable[..., Any]:
 
 
 @pytest.fixture
-def check_sequential(request: pytest.FixtureRequest, check: Callable[..., Any]) -> Callable[..., Any]:
+def rag_check_sequential(request: pytest.FixtureRequest, rag_check: Callable[..., Any]) -> Callable[..., Any]:
     """`check_sequential(spec_id, measure_at, n_max, final=None, **context)`: decide a comparative claim in looks.
 
     `measure_at(n, confidence)` measures the claim on its first n queries and returns `(Effect, context)`, the
@@ -178,14 +179,14 @@ def check_sequential(request: pytest.FixtureRequest, check: Callable[..., Any]) 
                                  available=context.get("available"))
         seq = outcome.as_context()
         extra = final(outcome.queries_used) if final is not None else {}
-        return check(spec_id, outcome.effect, **{**context, **last, **extra}, sequential=seq,
+        return rag_check(spec_id, outcome.effect, **{**context, **last, **extra}, sequential=seq,
                      queries_used=seq["queries_used"], looks_used=f"{outcome.stopped_at} of {len(design.looks)}")
 
     return _run
 
 
 @pytest.fixture
-def measure(request: pytest.FixtureRequest) -> Callable[..., Any]:
+def rag_measure(request: pytest.FixtureRequest) -> Callable[..., Any]:
     """`measure(name, value, **context)`: record a figure that is not itself a spec verdict."""
 
     def _measure(name: str, value: Any, **context: Any) -> Any:
@@ -198,20 +199,20 @@ def measure(request: pytest.FixtureRequest) -> Callable[..., Any]:
 
 # ---------------------------------------------------------------- retrieval
 @pytest.fixture(scope="session")
-def embedder(harness_config: HarnessConfig):
+def rag_embedder(rag_config: HarnessConfig):
     """The configured sentence-transformers embedder (default: packaged all-MiniLM-L6-v2), disk-cached."""
     from harness.retrieval.embed import make_embedder
 
     from harness import provenance
 
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
-    emb = make_embedder(harness_config.harness.embedder, harness_config.harness.cache_dir)
-    provenance.note_model(getattr(emb, "name", str(harness_config.harness.embedder)), traffic="local", role="embedder")
+    emb = make_embedder(rag_config.harness.embedder, rag_config.harness.cache_dir)
+    provenance.note_model(getattr(emb, "name", str(rag_config.harness.embedder)), traffic="local", role="embedder")
     return emb
 
 
 @pytest.fixture(scope="session")
-def hashing_embedder():
+def rag_hashing_embedder():
     """A weight-free embedder for the unit tier."""
     from harness.retrieval.embed import HashingEmbedder
 
@@ -219,7 +220,7 @@ def hashing_embedder():
 
 
 @pytest.fixture(scope="session")
-def make_index(tmp_path_factory: pytest.TempPathFactory) -> Callable[..., Any]:
+def rag_make_index(tmp_path_factory: pytest.TempPathFactory) -> Callable[..., Any]:
     """`make_index(items, embedder, name=...)` -> a LanceStore on a session temp path, indexed."""
     from harness.retrieval.index.lancedb_store import LanceStore
 
@@ -234,13 +235,13 @@ def make_index(tmp_path_factory: pytest.TempPathFactory) -> Callable[..., Any]:
 
 
 @pytest.fixture(scope="session")
-def beir_dataset(harness_config: HarnessConfig) -> Callable[[str], Any]:
+def rag_beir_dataset(rag_config: HarnessConfig) -> Callable[[str], Any]:
     """`beir_dataset(name)` loads `<data_dir>/<name>`; a missing dataset fails the test with its path (a claim
     that cannot be measured is an error, not a skip: deselect the test with -k or --deselect on purpose)."""
     from harness.data import load_beir
 
     def _load(name: str):
-        path = harness_config.harness.dataset_path(name)
+        path = rag_config.harness.dataset_path(name)
         if not (path / "corpus.jsonl").exists():
             pytest.fail(f"dataset {name!r} not found: {path / 'corpus.jsonl'} does not exist (set --data-dir, or "
                         "deselect this test on purpose)", pytrace=False)
@@ -273,7 +274,7 @@ def _family_set(harness_config: HarnessConfig, family: str, loader: str, name: s
 
 
 @pytest.fixture(scope="session")
-def qa_set(harness_config: HarnessConfig) -> Callable[[str], Any]:
+def rag_qa_set(rag_config: HarnessConfig) -> Callable[[str], Any]:
     """`qa_set(family)`: the QA set configured for a family of claims (`harness.datasets.<family>`, e.g.
     `crag` -> halueval-qa), loaded once, its card (counts, hash, source, licence) in the report. A family set to
     a list (`negatives`) is loaded one name at a time: `qa_set("negatives", "freshqa")`."""
@@ -281,76 +282,40 @@ def qa_set(harness_config: HarnessConfig) -> Callable[[str], Any]:
 
     def _load(family: str, name: str | None = None) -> Any:
         if (family, name) not in loaded:
-            loaded[family, name] = _family_set(harness_config, family, "load_qa", name)
+            loaded[family, name] = _family_set(rag_config, family, "load_qa", name)
         return loaded[family, name]
 
     return _load
 
 
 @pytest.fixture(scope="session")
-def mcq_set(harness_config: HarnessConfig) -> Callable[[str], Any]:
+def rag_mcq_set(rag_config: HarnessConfig) -> Callable[[str], Any]:
     """`mcq_set(family)`: the MCQ set configured for a family (`harness.datasets.capability` -> mmlu)."""
-    return lambda family: _family_set(harness_config, family, "load_mcq")
+    return lambda family: _family_set(rag_config, family, "load_mcq")
 
 
 @pytest.fixture(scope="session")
-def corpus(beir_dataset, harness_config: HarnessConfig):
+def rag_corpus(rag_beir_dataset, rag_config: HarnessConfig):
     """The configured BEIR dataset (`harness.corpus` in the config, default cranfield) from the data dir."""
-    return beir_dataset(harness_config.harness.corpus)
-
-
-def persistent_index(dataset: Any, embedder: Any, harness_config: HarnessConfig):
-    """`dataset` embedded into a persistent LanceDB table under the cache dir (skipped when unchanged);
-    the store's `last_stats` says what indexing did."""
-    from harness.retrieval.index.lancedb_store import LanceStore
-
-    h = harness_config.harness
-    store = LanceStore(h.index_db(dataset.name), "corpus", storage_options=h.index_storage_options)
-    store.index(list(dataset.corpus.values()), embedder)
-    return store
-
-
-def crag_backends(qa: Any, embedder: Any, harness_config: HarnessConfig):
-    """CRAG's web for an open-QA set with a corpus: the configured search (`harness.web_search_url`), else the
-    simulation of `harness.retrieval.simulated_web` (a seeded share of gold passages moved out of the corpus
-    into a BM25-searched collection among distractors). Both stores persist under the cache dir (keyed by the
-    share and seed); their vectors come from the embedding cache once the set has been indexed.
-    Returns (internal store, web search, the simulation or None)."""
-    from harness.retrieval import Retriever
-    from harness.retrieval.index.lancedb_store import LanceStore
-    from harness.retrieval.simulated_web import withhold_gold
-    from harness.techniques.crag import LocalWebSearch
-    from harness.techniques.registry import Services
-
-    d = harness_config.harness.datasets
-    if harness_config.harness.web_search_url:  # the whole corpus, and the configured web (Services builds it)
-        return persistent_index(qa, embedder, harness_config), Services(harness_config).require("web"), None
-    sim = withhold_gold(qa.corpus, qa.qrels, share=d.crag_withheld_share, seed=harness_config.harness.seed)
-    key = f"{qa.name}-withheld-{d.crag_withheld_share:g}-seed{sim.seed}"
-    h = harness_config.harness
-    internal = LanceStore(h.index_db(key), "internal", storage_options=h.index_storage_options)
-    internal.index(sim.internal, embedder)
-    web = LanceStore(h.index_db(key), "web", storage_options=h.index_storage_options)
-    web.index(sim.web, embedder)
-    return internal, LocalWebSearch(Retriever(web, embedder, "bm25"), domain="simulated-web.local"), sim
+    return rag_beir_dataset(rag_config.harness.corpus)
 
 
 @pytest.fixture(scope="session")
-def index(corpus, embedder, harness_config: HarnessConfig):
+def rag_index(rag_corpus, rag_embedder, rag_config: HarnessConfig):
     """`corpus` embedded into a persistent LanceDB table under the cache dir (skipped when unchanged)."""
-    return persistent_index(corpus, embedder, harness_config)
+    return persistent_index(rag_corpus, rag_embedder, rag_config)
 
 
 @pytest.fixture(scope="session")
-def retriever(index, embedder):
+def rag_retriever(rag_index, rag_embedder):
     """Dense retrieval over `index`."""
     from harness.retrieval import Retriever
 
-    return Retriever(index, embedder, "dense")
+    return Retriever(rag_index, rag_embedder, "dense")
 
 
 @pytest.fixture(scope="session")
-def reranker(embedder, harness_config: HarnessConfig):
+def rag_reranker(rag_embedder, rag_config: HarnessConfig):
     from harness.retrieval.rerank import make_reranker
 
-    return make_reranker(harness_config.harness.reranker, embedder)
+    return make_reranker(rag_config.harness.reranker, rag_embedder)

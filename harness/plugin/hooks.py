@@ -19,12 +19,13 @@ from harness.config import ConfigError, load_config
 from harness.plugin.state import (  # noqa: F401 - SpecCheckFailed / SpecInconclusive re-exported
     CATALOGUE_KEY, COLLECTOR_KEY, CONFIG_KEY, CONTROL_KEY, ISOLATED_KEY, PROP_BUDGET, PROP_CONTROL, PROP_FATAL,
     PROP_RECORD, PROP_SPECS, PROP_VERDICT, SPEND_KEY, SpecCheckFailed, SpecInconclusive,
-    bound_spec as _bound_spec, catalogue_of, estimating, spend_of, tiers_of as _tiers,
+    bound_spec as _bound_spec, catalogue_of, estimating, harness_config_of, spend_of, tiers_of as _tiers,
 )
-from harness.plugin.fixtures import *  # noqa: F401,F403  (fixtures are registered by being in this namespace)
-from harness.plugin.model_fixtures import *  # noqa: F401,F403
 from harness.plugin.reports import ReportHooks, record_benchmark
 from harness.report.collector import Collector, jsonable
+
+# the fixtures (every name prefixed `rag_`) are plugins of their own, registered with this one
+pytest_plugins = ["harness.plugin.fixtures", "harness.plugin.model_fixtures", "harness.plugin.bench_fixtures"]
 
 
 # ---------------------------------------------------------------- options and configuration
@@ -75,6 +76,12 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption("--estimate-cost", action="store_true", default=False,
                     help="make no LLM call: run the selected tests through a stand-in for --llm that counts tokens, "
                          "print the expected calls, tokens and dollars per technique, and judge nothing.")
+    group.addoption("--rag-protocol", action="store_true", default=False,
+                    help="also collect the protocol's packaged claims (HyDE, CRAG, RAG-Fusion, query rewriting, WSOP) "
+                         "and measure them on the datasets this project configures (harness.datasets.retrieval, "
+                         "harness.datasets.crag, under harness.data_dir).")
+    parser.addini("rag_protocol", type="bool", default=False,
+                  help="collect the protocol's packaged claims whenever the run names no paths (as --rag-protocol).")
     parser.addini("spec_files", type="linelist", default=DEFAULT_SPEC_FILES,
                   help="your spec catalogue files or directories, added to the protocol's (default: specs/).")
     parser.addini("harness_config", type="string", default="", help="wsop.yaml-style configuration file.")
@@ -131,6 +138,9 @@ def pytest_configure(config: pytest.Config) -> None:
     if uri and "://" not in uri and not Path(uri).is_absolute():
         hc.harness.index_uri = str(rootpath / uri)
     config.stash[CONFIG_KEY] = hc
+    from harness.plugin.protocol import add_protocol_args
+
+    add_protocol_args(config)
     config.stash[COLLECTOR_KEY] = Collector()
     from harness.plugin.timing import TimingHooks
 
@@ -145,7 +155,21 @@ def pytest_configure(config: pytest.Config) -> None:
     provenance.note_seed("harness.seed", hc.harness.seed)
 
 
+# fixtures that start a model or index a corpus: only for spec-bound, integration or benchmark tests
+HEAVY_FIXTURES = frozenset({
+    "rag_llm", "rag_local_llm_server", "rag_judges", "rag_uncached_llm", "rag_corpus", "rag_index", "rag_retriever",
+    "rag_dataset", "rag_dense_store", "rag_dense_retriever", "rag_bench_services", "rag_judge_agreement"})
+
+
 # ---------------------------------------------------------------- binding tests to specs
+def _dataset_of(item: pytest.Item) -> str:
+    """The configured dataset a protocol claim's test instance measures (its `rag_dataset_name`), or ''."""
+    from harness.plugin.protocol import dataset_label
+
+    name = getattr(item, "callspec", None) and item.callspec.params.get("rag_dataset_name")
+    return dataset_label(name) if isinstance(name, str) else ""
+
+
 def _spec_ids(node: Any) -> list[str]:
     ids: list[str] = []
     for mark in node.iter_markers("spec"):
@@ -154,6 +178,9 @@ def _spec_ids(node: Any) -> list[str]:
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    from harness.plugin.protocol import parametrize
+
+    parametrize(metafunc, harness_config_of(metafunc.config).harness)
     ids = _spec_ids(metafunc.definition)
     if not ids:
         return
@@ -163,9 +190,9 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
         raise pytest.UsageError(
             f"rag-harness: {metafunc.definition.nodeid} names spec id(s) not in the catalogue: {', '.join(unknown)}"
         )
-    if "spec" not in metafunc.fixturenames:
-        metafunc.fixturenames.append("spec")
-    metafunc.parametrize("spec", [cat[i] for i in ids], ids=ids, indirect=True)
+    if "rag_spec" not in metafunc.fixturenames:
+        metafunc.fixturenames.append("rag_spec")
+    metafunc.parametrize("rag_spec", [cat[i] for i in ids], ids=ids, indirect=True)
 
 
 @pytest.hookimpl(tryfirst=True)
@@ -181,7 +208,7 @@ def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config
             if not _tiers(item):
                 item.add_marker(getattr(pytest.mark, spec_.marker))
             tiers = sorted(_tiers(item))
-            item.user_properties.append((PROP_SPECS, f"{spec_.id}|{tiers[0] if tiers else ''}"))
+            item.user_properties.append((PROP_SPECS, f"{spec_.id}|{tiers[0] if tiers else ''}|{_dataset_of(item)}"))
             if spec_.marker in _tiers(item):
                 covered.setdefault(spec_.id, []).append(item.nodeid)
         if config.getini("harness_require_tier") and len(_tiers(item)) != 1:
@@ -190,6 +217,13 @@ def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config
             # the integration tier replays recorded traffic: any connection off this machine is an error
             # (pytest-recording lifts the block while a cassette is being recorded)
             item.add_marker(pytest.mark.block_network)
+    heavy = [f"{item.nodeid} ({', '.join(sorted(HEAVY_FIXTURES & set(getattr(item, 'fixturenames', ()))))})"
+             for item in items if _bound_spec(item) is None and not _tiers(item) & {"integration", "benchmark"}
+             and HEAVY_FIXTURES & set(getattr(item, "fixturenames", ()))]
+    if heavy:
+        raise pytest.UsageError(
+            "rag-harness: these tests ask for a fixture that starts a model or indexes a corpus, but are bound to no "
+            "spec (@pytest.mark.spec) and marked neither integration nor benchmark:\n  " + "\n  ".join(heavy))
     if untiered:
         raise pytest.UsageError(
             "rag-harness: tests without exactly one tier marker (unit/integration/benchmark):\n  "
@@ -206,6 +240,9 @@ def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config
             raise pytest.UsageError(
                 "rag-harness: catalogue ids with no test at their tier: " + ", ".join(missing)
             )
+    from harness.plugin.protocol import select_tiers
+
+    select_tiers(config, items)
 
 
 # ---------------------------------------------------------------- negative controls
@@ -225,6 +262,9 @@ def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None):
 @pytest.hookimpl(trylast=True)
 def pytest_collection_finish(session: pytest.Session) -> None:
     """`--under-control NAME`: the whole session runs under the negative control (and so do its subprocesses)."""
+    from harness.plugin.protocol import restore_markexpr
+
+    restore_markexpr(session.config)
     name = session.config.getoption("under_control", None)
     if name:
         from harness.plugin.controls import CONTROLS, ENV, get_control

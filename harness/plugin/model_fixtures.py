@@ -9,8 +9,8 @@ import pytest
 from harness.plugin.state import estimating, spend_of
 from harness.config import HarnessConfig
 
-__all__ = ["judges", "llm", "local_llm_server", "scripted_llm", "recorded_llm", "technique_services",
-           "make_technique"]
+__all__ = ["rag_judges", "rag_llm", "rag_local_llm_server", "rag_scripted_llm", "rag_recorded_llm", "rag_technique_services",
+           "rag_make_technique"]
 
 SECRET_HEADERS = ("authorization", "api-key", "x-api-key", "openai-api-key", "anthropic-api-key", "x-goog-api-key",
                   "cookie", "set-cookie", "proxy-authorization")
@@ -20,40 +20,40 @@ REPLAY_API_BASE = "http://127.0.0.1:8765/v1"
 
 # ---------------------------------------------------------------- LLMs
 @pytest.fixture(scope="session")
-def local_llm_server(request: pytest.FixtureRequest, harness_config: HarnessConfig) -> Iterator[Any]:
+def rag_local_llm_server(request: pytest.FixtureRequest, rag_config: HarnessConfig) -> Iterator[Any]:
     """Start the embedded local model on a free loopback port for the session (local/* models only)."""
     from harness.llm.local import LocalModelServer
 
-    model = harness_config.harness.llm.model
+    model = rag_config.harness.llm.model
     if not model.startswith("local/") or estimating(request.config):  # a cost estimate calls no model
         yield None
         return
-    log = harness_config.harness.report_dir / "llama_server.log"
+    log = rag_config.harness.report_dir / "llama_server.log"
     log.parent.mkdir(parents=True, exist_ok=True)
     with LocalModelServer(model.split("/", 1)[1], log_path=log,
-                          parallel=harness_config.harness.llm.local_parallel,
-                          n_threads=harness_config.harness.llm.local_threads) as server:
+                          parallel=rag_config.harness.llm.local_parallel,
+                          n_threads=rag_config.harness.llm.local_threads) as server:
         yield server
 
 
 @pytest.fixture(scope="session")
-def llm(pytestconfig: pytest.Config, harness_config: HarnessConfig, local_llm_server):
+def rag_llm(pytestconfig: pytest.Config, rag_config: HarnessConfig, rag_local_llm_server):
     """The LLM for the benchmark tier: `--llm MODEL` (any litellm string) or the embedded local model; under
     `--estimate-cost` a stand-in for it that counts tokens and calls nothing."""
-    s = harness_config.harness.llm
-    cache = _response_cache(harness_config)
+    s = rag_config.harness.llm
+    cache = _response_cache(rag_config)
     from harness import provenance
 
     if estimating(pytestconfig):
         provenance.note_model(s.model, traffic="none (cost estimate)", role="llm")
-        return _client(pytestconfig, harness_config, s.model, cache=None)
+        return _client(pytestconfig, rag_config, s.model, cache=None)
     traffic = "live+cache" if cache is not None else "live"
-    if local_llm_server is not None:
+    if rag_local_llm_server is not None:
         provenance.note_model(s.model, traffic=traffic, role="llm", served="local llama.cpp server")
-        return _client(pytestconfig, harness_config, s.model, model=local_llm_server.litellm_model, cache=cache,
-                       api_base=local_llm_server.api_base, api_key="sk-local")
+        return _client(pytestconfig, rag_config, s.model, model=rag_local_llm_server.litellm_model, cache=cache,
+                       api_base=rag_local_llm_server.api_base, api_key="sk-local")
     provenance.note_model(s.model, traffic=traffic, role="llm")
-    return _client(pytestconfig, harness_config, s.model, cache=cache)
+    return _client(pytestconfig, rag_config, s.model, cache=cache)
 
 
 def _response_cache(harness_config: HarnessConfig) -> Any:
@@ -83,30 +83,30 @@ def _client(pytestconfig: pytest.Config, harness_config: HarnessConfig, label: s
 
 
 @pytest.fixture(scope="session")
-def judges(request: pytest.FixtureRequest, pytestconfig: pytest.Config, harness_config: HarnessConfig) -> list[Any]:
+def rag_judges(request: pytest.FixtureRequest, pytestconfig: pytest.Config, rag_config: HarnessConfig) -> list[Any]:
     """The LLM judges of answer-level metrics (`--judge MODEL`, repeatable; default the run's LLM), each a
     `harness.judge.LLMJudge` over a client whose calls count as role "judge" (apart from the pipeline's spend)
     and go through the response cache. A local/* judge other than the run's LLM gets its own llama.cpp server."""
     from harness import provenance
     from harness.judge import LLMJudge
 
-    h = harness_config.harness
+    h = rag_config.harness
     models = list(dict.fromkeys(h.judge.models)) or [h.llm.model]
-    cache = _response_cache(harness_config)
+    cache = _response_cache(rag_config)
     out = []
     for model in models:
         if model == h.llm.model:
-            client = request.getfixturevalue("llm")
+            client = request.getfixturevalue("rag_llm")
         elif model.startswith("local/") and not estimating(pytestconfig):
             from harness.llm.local import LocalModelServer
 
             server = LocalModelServer(model.split("/", 1)[1], log_path=h.report_dir / "llama_server_judge.log",
                                       parallel=h.llm.local_parallel, n_threads=h.llm.local_threads).start()
             request.addfinalizer(server.stop)
-            client = _client(pytestconfig, harness_config, model, model=server.litellm_model, cache=cache,
+            client = _client(pytestconfig, rag_config, model, model=server.litellm_model, cache=cache,
                              api_base=server.api_base, api_key="sk-local")
         else:
-            client = _client(pytestconfig, harness_config, model, cache=cache)
+            client = _client(pytestconfig, rag_config, model, cache=cache)
         provenance.note_model(model, traffic="live+cache" if cache is not None else "live", role="judge")
         out.append(LLMJudge(client.with_role("judge"), temperature=h.judge.temperature, seed=h.judge.seed,
                             recheck_temperature=h.judge.recheck_temperature, recheck_prompt=h.judge.recheck_prompt))
@@ -114,7 +114,7 @@ def judges(request: pytest.FixtureRequest, pytestconfig: pytest.Config, harness_
 
 
 @pytest.fixture
-def scripted_llm() -> Callable[..., Any]:
+def rag_scripted_llm() -> Callable[..., Any]:
     """`scripted_llm(table_or_function, name=...)` -> an LLMClient over a deterministic scripted model."""
     from harness.llm.client import LLMClient
     from harness.llm.scripted import by_kind, register
@@ -131,7 +131,7 @@ def scripted_llm() -> Callable[..., Any]:
 
 # ---------------------------------------------------------------- techniques
 @pytest.fixture(scope="session")
-def technique_services(request: pytest.FixtureRequest, harness_config: HarnessConfig):
+def rag_technique_services(request: pytest.FixtureRequest, rag_config: HarnessConfig):
     """The configured services for building techniques, each made on first use (the LLM server starts only
     for a technique that calls the LLM). Benchmarks override `retriever`/`web` for their dataset."""
     from harness.techniques.registry import Services
@@ -139,9 +139,9 @@ def technique_services(request: pytest.FixtureRequest, harness_config: HarnessCo
     def lazy(name: str) -> Callable[[], Any]:
         return lambda: request.getfixturevalue(name)
 
-    return Services(harness_config, factories={"llm": lazy("llm"), "embedder": lazy("embedder"),
-                                               "reranker": lazy("reranker")},
-                    llm_for=lambda model: _llm_for(request.config, harness_config, model))
+    return Services(rag_config, factories={"llm": lazy("rag_llm"), "embedder": lazy("rag_embedder"),
+                                               "reranker": lazy("rag_reranker")},
+                    llm_for=lambda model: _llm_for(request.config, rag_config, model))
 
 
 def _llm_for(pytestconfig: pytest.Config, harness_config: HarnessConfig, model: str) -> Any:
@@ -154,7 +154,7 @@ def _llm_for(pytestconfig: pytest.Config, harness_config: HarnessConfig, model: 
 
 
 @pytest.fixture(scope="session")
-def make_technique(pytestconfig: pytest.Config, technique_services) -> Callable[..., Any]:
+def rag_make_technique(pytestconfig: pytest.Config, rag_technique_services) -> Callable[..., Any]:
     """`make_technique(role, services=None, **params)` -> the technique that answers for `role` (a built-in
     name such as "hyde", or the technique `--technique role=NAME` names), built through the registry with
     the configuration's parameters, then `params`."""
@@ -166,10 +166,10 @@ def make_technique(pytestconfig: pytest.Config, technique_services) -> Callable[
         import dataclasses
 
         name = chosen.get(role, role)
-        svc = technique_services if services is None else services
+        svc = rag_technique_services if services is None else services
         if services is not None and not services.factories:
-            svc = dataclasses.replace(services, factories=technique_services.factories,
-                                      llm_for=services.llm_for or technique_services.llm_for)
+            svc = dataclasses.replace(services, factories=rag_technique_services.factories,
+                                      llm_for=services.llm_for or rag_technique_services.llm_for)
         from harness import provenance
 
         tech = build_technique(name, svc, params)
@@ -226,7 +226,7 @@ def scrub_response(response: dict[str, Any]) -> dict[str, Any]:
 
 
 @pytest.fixture
-def recorded_llm(request: pytest.FixtureRequest, harness_config: HarnessConfig):
+def rag_recorded_llm(request: pytest.FixtureRequest, rag_config: HarnessConfig):
     """For `@pytest.mark.vcr` tests: replays cassettes of the local model; with `--record-mode` other than
     `none` it starts the local model and records fresh traffic."""
     from harness.llm.client import LLMClient
@@ -240,8 +240,8 @@ def recorded_llm(request: pytest.FixtureRequest, harness_config: HarnessConfig):
                           role="llm")
     if mode == "none":
         return LLMClient(f"openai/{alias}", api_base=REPLAY_API_BASE, api_key="sk-local", label=f"local/{alias}",
-                         max_attempts=1, price=harness_config.harness.llm.price_for(f"local/{alias}"))
+                         max_attempts=1, price=rag_config.harness.llm.price_for(f"local/{alias}"))
     server = LocalModelServer(alias).start()
     request.addfinalizer(server.stop)
     return LLMClient(server.litellm_model, api_base=server.api_base, api_key="sk-local", label=f"local/{alias}",
-                     max_attempts=1, price=harness_config.harness.llm.price_for(f"local/{alias}"))
+                     max_attempts=1, price=rag_config.harness.llm.price_for(f"local/{alias}"))

@@ -51,7 +51,8 @@ class SpecInconclusive(AssertionError):
 
 
 def tiers_of(item: pytest.Item) -> set[str]:
-    return {m.name for m in item.iter_markers() if m.name in TIERS}
+    """The item's tier markers; pytest-benchmark's `benchmark(group=...)` settings marker is not the tier."""
+    return {m.name for m in item.iter_markers() if m.name in TIERS and not (m.args or m.kwargs)}
 
 
 def bound_spec(item: pytest.Item) -> Spec | None:
@@ -59,5 +60,5 @@ def bound_spec(item: pytest.Item) -> Spec | None:
     callspec = getattr(item, "callspec", None)
     if callspec is None:
         return None
-    value = callspec.params.get("spec")
+    value = callspec.params.get("rag_spec")
     return value if isinstance(value, Spec) else None

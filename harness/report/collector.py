@@ -52,9 +52,11 @@ class Collector:
         spec_ids = [v for n, v in report.user_properties if n == prop_specs]
         if not spec_ids:
             return
-        spec_id, _, tier = spec_ids[0].partition("|")
+        spec_id, _, rest = spec_ids[0].partition("|")
+        tier, _, dataset = rest.partition("|")  # the dataset the test instance was parametrised with, if any
         entry = self.outcomes.setdefault(nodeid, {"nodeid": nodeid, "spec_id": spec_id, "tier": tier,
-                                                   "outcome": "passed", "duration_s": 0.0, "message": ""})
+                                                   "dataset": dataset, "outcome": "passed", "duration_s": 0.0,
+                                                   "message": ""})
         entry["duration_s"] += float(getattr(report, "duration", 0.0) or 0.0)
         cut_by_budget = bool(prop_budget) and any(n == prop_budget for n, _ in report.user_properties)
         outcome = "budget" if cut_by_budget else _outcome(report)

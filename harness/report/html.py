@@ -71,8 +71,8 @@ def _capability_line(measures: Iterable[dict[str, Any]]) -> str:
 _LEGEND = ('<p class=muted>Comparative claims read <b>supported</b> (the whole interval satisfies the claim, or the '
            "declared test is significant after Holm), <b>refuted</b> (the whole interval violates it) or "
            "<b>inconclusive</b> (the data cannot tell; queries needed says how many would). Other claims read "
-           "pass/fail on their value. A claim that did not run on every dataset its catalogue row lists reads "
-           "inconclusive, with a <b>not run</b> line for each set left out. <b>budget</b>: the run's cost cap cut "
+           "pass/fail on their value. A claim that did not decide on every dataset it was run on reads "
+           "inconclusive, with a <b>not run</b> line for each set that recorded nothing. <b>budget</b>: the run's cost cap cut "
            "the claim short, so it has no verdict. <b>error</b>: the test broke before deciding, or the arms' model "
            "calls failed on more than 10% of queries (what was measured is the failure). Click a claim for its "
            "reasoning, its per-query table and what the model wrote.</p>")

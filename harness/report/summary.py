@@ -8,10 +8,11 @@ Vocabulary (the same in the terminal, results.json, HTML and JUnit properties):
 - estimate specs: pass / fail;
 - either: error (the test broke before deciding), skipped (with its reason), xfail, not run.
 
-A spec's catalogue `dataset:` list binds it: a listed set that none of its checks recorded (absent from the data
-directory, or not selected in `harness.datasets`) gets a "not run" entry, and the spec cannot read supported or
-pass: it reads inconclusive ("supported on a; not run on b"), while a refutation or failure measured on a set that
-did run stands.
+A claim is bound to the datasets its test instances were parametrised with in this run (the sets the project
+configures): a set whose test ran but recorded no check (it stopped before deciding) gets a "not run" entry, and
+the spec cannot read supported or pass: it reads inconclusive ("supported on a; not run on b"), while a refutation
+or failure measured on a set that did run stands. The catalogue's `dataset:` list only says where the protocol's
+own figures were measured (`catalogue_dataset` in results.json): it binds nothing.
 
 Holm's correction runs over the p-values of every comparative (spec, dataset) measurement of the run;
 `test`-rule specs are then re-decided with their adjusted p.
@@ -105,10 +106,11 @@ def not_run_entry(dataset: str) -> dict[str, Any]:
                       "directory or not selected, or its test stopped before its check)"}
 
 
-def _bind_datasets(spec: Spec, entries: list[dict[str, Any]]) -> list[str]:
-    """Append a "not run" entry for each of the spec's catalogue datasets that no entry measured; their names."""
+def _bind_datasets(planned: list[str], entries: list[dict[str, Any]]) -> list[str]:
+    """Append a "not run" entry for each dataset the spec's tests were parametrised with that no entry measured;
+    their names."""
     measured = {e["dataset"] for e in entries}
-    missing = [d for d in spec.dataset if d not in measured] if entries else []
+    missing = [d for d in dict.fromkeys(planned) if d and d not in measured] if entries else []
     entries.extend(not_run_entry(d) for d in missing)
     return missing
 
@@ -167,8 +169,8 @@ def spec_rows(collector: Collector, catalogue: Catalogue) -> list[dict[str, Any]
         for _, recs in sorted(groups.items()):
             deciding = min(recs, key=lambda r: _RANK.get(r["verdict"], 99))
             entries.append(_entry(spec, deciding))
-        not_run_on = _bind_datasets(spec, entries)
         os_ = sorted(outcomes.get(spec.id, []), key=lambda r: r["nodeid"])
+        not_run_on = _bind_datasets([o.get("dataset", "") for o in os_], entries)
         rows.append({
             "id": spec.id, "title": spec.title, "tier": spec.marker, "metric": spec.metric,
             "comparator": spec.comparator, "threshold": spec.threshold, "source": spec.source,

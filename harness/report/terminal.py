@@ -98,8 +98,8 @@ def summary_lines(rows: list[dict[str, Any]]) -> list[str]:
 
 
 def inconclusive_lines(rows: list[dict[str, Any]]) -> list[str]:
-    """The visible warning for claims the data cannot decide, or that did not run on every catalogue dataset
-    (they pass unless --strict-verdicts)."""
+    """The visible warning for claims the data cannot decide, or that did not decide on every dataset they were run
+    on (they pass unless --strict-verdicts)."""
     out = []
     for r in rows:
         for e in r.get("datasets") or []:

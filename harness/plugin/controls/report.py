@@ -1,4 +1,4 @@
-"""Negative controls for the report: how a claim is read from its catalogue datasets."""
+"""Negative controls for the report: how a claim is read from the datasets its tests were run on."""
 from __future__ import annotations
 
 from typing import Any
@@ -6,9 +6,10 @@ from typing import Any
 from harness.plugin.controls import control
 
 
-@control("catalogue-datasets-ignored", breaks="the report reads a claim from whichever of its catalogue datasets "
-                                              "ran, with no line for those that did not (the silent subset)")
+@control("catalogue-datasets-ignored", breaks="the report reads a claim from whichever of its configured datasets "
+                                              "recorded a check, with no line for those that did not (the silent "
+                                              "subset)")
 def _datasets_ignored(mp: Any) -> None:
     from harness.report import summary
 
-    mp.setattr(summary, "_bind_datasets", lambda spec, entries: [])
+    mp.setattr(summary, "_bind_datasets", lambda planned, entries: [])

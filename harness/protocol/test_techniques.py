@@ -94,23 +94,23 @@ def _compare(check_sequential, spec_id, dataset, base: LazyArm, cand: LazyArm, *
 
 
 @pytest.fixture(scope="session")
-def dense_arm(make_technique, bench_services, bench_queries):
-    return make_technique("dense", bench_services, k=10).lazy_arm(bench_queries)
+def dense_arm(rag_make_technique, rag_bench_services, rag_bench_queries):
+    return rag_make_technique("dense", rag_bench_services, k=10).lazy_arm(rag_bench_queries)
 
 
 @pytest.fixture(scope="session")
-def hyde_arm(make_technique, bench_services, bench_queries):
-    return make_technique("hyde", bench_services, k=10).lazy_arm(bench_queries)
+def hyde_arm(rag_make_technique, rag_bench_services, rag_bench_queries):
+    return rag_make_technique("hyde", rag_bench_services, k=10).lazy_arm(rag_bench_queries)
 
 
 @pytest.fixture(scope="session")
-def fusion_technique(make_technique, bench_services):
-    return make_technique("rag-fusion", bench_services)
+def fusion_technique(rag_make_technique, rag_bench_services):
+    return rag_make_technique("rag-fusion", rag_bench_services)
 
 
 @pytest.fixture(scope="session")
-def fusion_arm(fusion_technique, bench_queries):
-    return fusion_technique.lazy_arm(bench_queries)
+def fusion_arm(fusion_technique, rag_bench_queries):
+    return fusion_technique.lazy_arm(rag_bench_queries)
 
 
 @pytest.fixture(scope="session")
@@ -120,19 +120,19 @@ def fusion_results(fusion_arm):
 
 
 @pytest.mark.spec("HYDE-003")
-def test_hyde_recall(dataset, dense_arm, hyde_arm, harness_config, check_sequential, measure):
-    _compare(check_sequential, "HYDE-003", dataset, dense_arm, hyde_arm, measure=measure,
-             harness_config=harness_config)
+def test_hyde_recall(rag_dataset, dense_arm, hyde_arm, rag_config, rag_check_sequential, rag_measure):
+    _compare(rag_check_sequential, "HYDE-003", rag_dataset, dense_arm, hyde_arm, measure=rag_measure,
+             harness_config=rag_config)
 
 
 @pytest.mark.spec("BENCH-HYDE-CONTRIEVER")
-def test_hyde_ndcg_beats_dense(dataset, dense_arm, hyde_arm, embedder, harness_config, check_sequential, measure):
-    _compare(check_sequential, "BENCH-HYDE-CONTRIEVER", dataset, dense_arm, hyde_arm, measure=measure,
-             harness_config=harness_config, metric="nDCG@10", relative=False, dense_baseline=embedder.name)
+def test_hyde_ndcg_beats_dense(rag_dataset, dense_arm, hyde_arm, rag_embedder, rag_config, rag_check_sequential, rag_measure):
+    _compare(rag_check_sequential, "BENCH-HYDE-CONTRIEVER", rag_dataset, dense_arm, hyde_arm, measure=rag_measure,
+             harness_config=rag_config, metric="nDCG@10", relative=False, dense_baseline=rag_embedder.name)
 
 
 @pytest.mark.spec("RAGF-001")
-def test_multi_query_diversity(fusion_results, llm, dataset, check):
+def test_multi_query_diversity(fusion_results, rag_llm, rag_dataset, rag_check):
     """Every answered query set counts: one with fewer than two distinct generated queries reads 1.0 (no
     diversity); a set whose generation call failed is an error, counted apart, never scored."""
     from harness.techniques.fusion import distinct_generated, query_set_similarity
@@ -141,7 +141,7 @@ def test_multi_query_diversity(fusion_results, llm, dataset, check):
     queries = [r.detail["queries"] for r in results if not r.trace.called("multi_query_error")]
     per_set = [query_set_similarity(qs) for qs in queries]
     value = float(np.mean(per_set)) if per_set else float("nan")
-    check("RAGF-001", value, n=len(per_set), model=llm.label, dataset=dataset.name,
+    rag_check("RAGF-001", value, n=len(per_set), model=rag_llm.label, dataset=rag_dataset.name,
           mean_generated_queries=float(np.mean([len(qs) - 1 for qs in queries])) if queries else float("nan"),
           queries_with_two_or_more=sum(distinct_generated(qs) >= 2 for qs in queries),
           generation_errors=len(results) - len(queries),
@@ -149,33 +149,33 @@ def test_multi_query_diversity(fusion_results, llm, dataset, check):
 
 
 @pytest.mark.spec("RAGF-004")
-def test_fusion_recall(dataset, dense_arm, fusion_arm, harness_config, check_sequential, measure):
-    _compare(check_sequential, "RAGF-004", dataset, dense_arm, fusion_arm, measure=measure,
-             harness_config=harness_config)
+def test_fusion_recall(rag_dataset, dense_arm, fusion_arm, rag_config, rag_check_sequential, rag_measure):
+    _compare(rag_check_sequential, "RAGF-004", rag_dataset, dense_arm, fusion_arm, measure=rag_measure,
+             harness_config=rag_config)
 
 
 @pytest.mark.spec("RAGF-003")
-def test_fusion_ranking_stability(uncached_llm, make_technique, bench_services, bench_queries, dataset, check):
+def test_fusion_ranking_stability(rag_uncached_llm, rag_make_technique, rag_bench_services, rag_bench_queries, rag_dataset, rag_check):
     """Repeat the whole fusion (fresh multi-query samples at T=0.8) 3 times; 1 - mean top-10 overlap."""
-    fusion = make_technique("rag-fusion", dataclasses.replace(bench_services, llm=uncached_llm))
+    fusion = rag_make_technique("rag-fusion", dataclasses.replace(rag_bench_services, llm=rag_uncached_llm))
     variances = []
-    for q in bench_queries[:10]:
+    for q in rag_bench_queries[:10]:
         tops = [set(fusion.run(q).ids[:10]) for _ in range(3)]
         overlaps = [len(a & b) / 10 for i, a in enumerate(tops) for b in tops[i + 1:]]
         variances.append(1 - float(np.mean(overlaps)))
-    check("RAGF-003", float(np.mean(variances)), n=len(variances), runs=3, model=uncached_llm.label,
-          dataset=dataset.name, technique=fusion.name)
+    rag_check("RAGF-003", float(np.mean(variances)), n=len(variances), runs=3, model=rag_uncached_llm.label,
+          dataset=rag_dataset.name, technique=fusion.name)
 
 
 @pytest.mark.spec("QRW-003")
-def test_rewrite_recall(make_technique, bench_services, bench_queries, dataset, dense_arm, harness_config,
-                        check_sequential, measure):
-    arm = make_technique("query-rewriting", bench_services, k=10).lazy_arm(bench_queries)
-    out = _compare(check_sequential, "QRW-003", dataset, dense_arm, arm, measure=measure,
-                   harness_config=harness_config)
+def test_rewrite_recall(rag_make_technique, rag_bench_services, rag_bench_queries, rag_dataset, dense_arm, rag_config,
+                        rag_check_sequential, rag_measure):
+    arm = rag_make_technique("query-rewriting", rag_bench_services, k=10).lazy_arm(rag_bench_queries)
+    out = _compare(rag_check_sequential, "QRW-003", rag_dataset, dense_arm, arm, measure=rag_measure,
+                   harness_config=rag_config)
     drawn = arm.upto(arm.drawn)
-    measure("rewrites_differing_from_original", sum(r.detail["rewritten"] != r.query for r in drawn.results),
-            dataset=dataset.name, model=drawn.model, n=len(drawn.results))
+    rag_measure("rewrites_differing_from_original", sum(r.detail["rewritten"] != r.query for r in drawn.results),
+            dataset=rag_dataset.name, model=drawn.model, n=len(drawn.results))
     return out
 
 
@@ -187,82 +187,82 @@ def _answer(llm, query: str, hits) -> str:
 
 
 @pytest.mark.spec("RAGF-006")
-def test_fusion_pipeline_latency(uncached_llm, make_technique, bench_services, dense_retriever, bench_queries,
-                                 dataset, check, measure):
-    fusion = make_technique("rag-fusion", dataclasses.replace(bench_services, llm=uncached_llm))
-    texts = [q.text for q in bench_queries[:6]]
-    single = lambda q: _answer(uncached_llm, q, dense_retriever.retrieve(q, 5))  # noqa: E731
-    fused = lambda q: _answer(uncached_llm, q, fusion.run(q).hits[:5])  # noqa: E731
+def test_fusion_pipeline_latency(rag_uncached_llm, rag_make_technique, rag_bench_services, rag_dense_retriever, rag_bench_queries,
+                                 rag_dataset, rag_check, rag_measure):
+    fusion = rag_make_technique("rag-fusion", dataclasses.replace(rag_bench_services, llm=rag_uncached_llm))
+    texts = [q.text for q in rag_bench_queries[:6]]
+    single = lambda q: _answer(rag_uncached_llm, q, rag_dense_retriever.retrieve(q, 5))  # noqa: E731
+    fused = lambda q: _answer(rag_uncached_llm, q, fusion.run(q).hits[:5])  # noqa: E731
     ratio = interleaved_ratio(single, fused, texts)
-    measure("rag_fusion_vs_single_pipeline", ratio.median, dataset=dataset.name, model=uncached_llm.label,
+    rag_measure("rag_fusion_vs_single_pipeline", ratio.median, dataset=rag_dataset.name, model=rag_uncached_llm.label,
             **ratio.as_context())
-    check("RAGF-006", ratio.median, n=ratio.rounds, model=uncached_llm.label, technique=fusion.name,
-          dataset=dataset.name, **{k: v for k, v in ratio.as_context().items() if k != "kind"})
+    rag_check("RAGF-006", ratio.median, n=ratio.rounds, model=rag_uncached_llm.label, technique=fusion.name,
+          dataset=rag_dataset.name, **{k: v for k, v in ratio.as_context().items() if k != "kind"})
 
 
 @pytest.mark.spec("BENCH-RAGF-PARALLEL-RETRIEVAL")
-def test_parallel_retrieval_stage(dense_retriever, bench_queries, fusion_results, dataset, benchmark, check, measure):
+def test_parallel_retrieval_stage(rag_dense_retriever, rag_bench_queries, fusion_results, rag_dataset, benchmark, rag_check, rag_measure):
     """Fusion's retrieval stage (all queries, parallel) vs one query's retrieval, interleaved in one run."""
     sets = [r.detail["queries"] for r in fusion_results.values() if len(r.detail["queries"]) > 1][:20]
     if not sets:  # never stand in copies of one query: there is nothing to measure
-        pytest.fail(f"the model generated no multi-query set on {dataset.name}: the parallel retrieval stage of "
+        pytest.fail(f"the model generated no multi-query set on {rag_dataset.name}: the parallel retrieval stage of "
                     "fusion cannot be measured")
     from harness.retrieval import Retriever
 
     # both arms encode their queries: through the cached embedder every query vector would be a cache hit
-    timed = Retriever(dense_retriever.store, dense_retriever.embedder.uncached(), "dense")
+    timed = Retriever(rag_dense_retriever.store, rag_dense_retriever.embedder.uncached(), "dense")
     ratio = interleaved_ratio(lambda qs: timed.retrieve_many(qs[:1], 10),
                               lambda qs: timed.retrieve_many(qs, 10, parallel=True), sets, warmup=2)
-    benchmark.pedantic(dense_retriever.retrieve_many, args=(sets[0], 10), rounds=10, iterations=1)
-    measure("parallel_multi_query_retrieval_ratio", ratio.median, dataset=dataset.name, **ratio.as_context())
-    check("BENCH-RAGF-PARALLEL-RETRIEVAL", ratio.median, n=ratio.rounds, iqr=[ratio.q25, ratio.q75],
-          queries_per_set=float(np.mean([len(s) for s in sets])), dataset=dataset.name, query_encoding="timed (uncached)")
+    benchmark.pedantic(rag_dense_retriever.retrieve_many, args=(sets[0], 10), rounds=10, iterations=1)
+    rag_measure("parallel_multi_query_retrieval_ratio", ratio.median, dataset=rag_dataset.name, **ratio.as_context())
+    rag_check("BENCH-RAGF-PARALLEL-RETRIEVAL", ratio.median, n=ratio.rounds, iqr=[ratio.q25, ratio.q75],
+          queries_per_set=float(np.mean([len(s) for s in sets])), dataset=rag_dataset.name, query_encoding="timed (uncached)")
 
 
 @pytest.mark.spec("WSOP-006")
-def test_latency_scales_with_complexity(uncached_llm, embedder, make_technique, bench_services, bench_queries,
-                                        dataset, tmp_path, check, measure):
+def test_latency_scales_with_complexity(rag_uncached_llm, rag_embedder, rag_make_technique, rag_bench_services, rag_bench_queries,
+                                        rag_dataset, tmp_path, rag_check, rag_measure):
     from harness.retrieval.index.lancedb_store import LanceStore
     from harness.retrieval import Retriever
     from harness.techniques.crag import LocalWebSearch
 
-    web_docs = list(dataset.corpus.values())[::7]
+    web_docs = list(rag_dataset.corpus.values())[::7]
     web_store = LanceStore(tmp_path / "web", "web")
-    web_store.index(web_docs, embedder)
-    services = dataclasses.replace(bench_services, llm=uncached_llm, web=LocalWebSearch(Retriever(web_store, embedder)))
-    pipe = make_technique("wsop", services)
+    web_store.index(web_docs, rag_embedder)
+    services = dataclasses.replace(rag_bench_services, llm=rag_uncached_llm, web=LocalWebSearch(Retriever(web_store, rag_embedder)))
+    pipe = rag_make_technique("wsop", services)
     times: dict[str, list[float]] = {"simple": [], "moderate": [], "complex": []}
-    for q in bench_queries[:5]:
+    for q in rag_bench_queries[:5]:
         for level in times:
             t0 = time.perf_counter()
             pipe.run(Query(q.id, q.text, {"complexity": level}))
             times[level].append(time.perf_counter() - t0)
     med = {k: statistics.median(v) for k, v in times.items()}
     for k, v in med.items():
-        measure(f"wsop_{k}_median_s", v, dataset=dataset.name, model=uncached_llm.label)
-    check("WSOP-006", med["simple"] < med["moderate"] < med["complex"], medians=med, n=5, model=uncached_llm.label,
+        rag_measure(f"wsop_{k}_median_s", v, dataset=rag_dataset.name, model=rag_uncached_llm.label)
+    rag_check("WSOP-006", med["simple"] < med["moderate"] < med["complex"], medians=med, n=5, model=rag_uncached_llm.label,
           technique=pipe.name)
 
 
 @pytest.mark.spec("CRAG-005")
-def test_crag_open_qa(spec, qa_set, llm, embedder, make_technique, harness_config, check_sequential, measure):
+def test_crag_open_qa(rag_spec, rag_qa_set, rag_llm, rag_embedder, rag_make_technique, rag_config, rag_check_sequential, rag_measure):
     """Open QA with a corpus (default halueval-qa; queries carry gold `answers`): plain RAG over the internal
     corpus vs CRAG over it and the web, paired per question, decided in looks; correct = an accepted answer in
     the response; an arm's LLM error is that arm's failure and counts in the error rate."""
-    from harness.plugin.fixtures import crag_backends
+    from harness.techniques.backends import crag_backends
     from harness.llm.client import LLMError
     from harness.metrics.qa import score_answer
     from harness.retrieval import Retriever
     from harness.techniques.qa_eval import IncrementalComparison, plain_rag
     from harness.techniques.registry import Services
 
-    qa = qa_set("crag")
+    qa = rag_qa_set("crag")
     if not qa.corpus:
         pytest.fail(f"{qa.root}: CRAG-005 needs a QA set with a corpus to retrieve from", pytrace=False)
-    store, web, sim = crag_backends(qa, embedder, harness_config)
-    dense = Retriever(store, embedder, "dense")
-    crag = make_technique("crag", Services(harness_config, retriever=dense, embedder=embedder, llm=llm, web=web))
-    items = qa.items[: harness_config.harness.capped(len(qa.items))]
+    store, web, sim = crag_backends(qa, rag_embedder, rag_config)
+    dense = Retriever(store, rag_embedder, "dense")
+    crag = rag_make_technique("crag", Services(rag_config, retriever=dense, embedder=rag_embedder, llm=rag_llm, web=web))
+    items = qa.items[: rag_config.harness.capped(len(qa.items))]
     queries = [Query(i.id, i.text, {"answers": list(i.answers)}) for i in items]
     by_text = {q.text: q.id for q in queries}
     fell_back: set[str] = set()
@@ -275,7 +275,7 @@ def test_crag_open_qa(spec, qa_set, llm, embedder, make_technique, harness_confi
             fell_back.add(by_text.get(q, q))
         return res.answer or ""
 
-    inc = IncrementalComparison(queries, plain_rag(llm, dense), crag_answer, concurrency=llm.concurrency)
+    inc = IncrementalComparison(queries, plain_rag(rag_llm, dense), crag_answer, concurrency=rag_llm.concurrency)
 
     def rates(cmp_) -> dict:
         ids = set(cmp_.ids)
@@ -294,8 +294,8 @@ def test_crag_open_qa(spec, qa_set, llm, embedder, make_technique, harness_confi
         for k, arm in enumerate(("baseline", "crag")):
             ss = [score_answer(r[k] or "", by_id[q].answers) for q, r in zip(cmp_.ids, cmp_.responses)]
             for name in ("exact_match", "f1", "match"):
-                measure(name, float(np.mean([getattr(x, name) for x in ss])) if ss else float("nan"),
-                        technique="plain RAG" if arm == "baseline" else crag.name, dataset=qa.name, model=llm.label,
+                rag_measure(name, float(np.mean([getattr(x, name) for x in ss])) if ss else float("nan"),
+                        technique="plain RAG" if arm == "baseline" else crag.name, dataset=qa.name, model=rag_llm.label,
                         n=len(ss))
         split = {}
         if sim is not None:
@@ -314,9 +314,9 @@ def test_crag_open_qa(spec, qa_set, llm, embedder, make_technique, harness_confi
                     baseline_label="plain RAG correct", candidate_label=f"{crag.name} correct")}
 
     web_ctx = sim.describe() if sim is not None else {"simulated_web": False,
-                                                      "web_backend": f"SearXNG at {harness_config.harness.web_search_url}"}
-    check_sequential(spec.id, measure_at, len(queries), final=final, model=llm.label, dataset=qa.name,
-                     technique=crag.name, reranker=harness_config.harness.reranker, available=len(qa.items),
+                                                      "web_backend": f"SearXNG at {rag_config.harness.web_search_url}"}
+    rag_check_sequential(rag_spec.id, measure_at, len(queries), final=final, model=rag_llm.label, dataset=qa.name,
+                     technique=crag.name, reranker=rag_config.harness.reranker, available=len(qa.items),
                      scoring="match: an accepted answer in the SQuAD-normalised response; an LLM error fails the arm",
                      **web_ctx)
 

@@ -1,0 +1,82 @@
+"""Benchmark-tier fixtures of the protocol's claims: each configured BEIR set, indexed once into a persistent
+LanceDB store under the cache directory (re-runs with warm caches encode nothing), its queries, and the
+services the techniques are built on. Their parametrisation (`rag_dataset_name`, `rag_judge_name`,
+`rag_negatives_name`) is `harness.plugin.protocol.parametrize`, called from the plugin's hooks."""
+from __future__ import annotations
+
+import re
+from typing import Any
+
+import pytest
+
+__all__ = ["rag_dataset", "rag_dense_store", "rag_dense_retriever", "rag_bench_services", "rag_bench_queries",
+           "rag_uncached_llm", "rag_judge_agreement"]
+
+
+def _natural(key: str) -> list[Any]:
+    return [int(t) if t.isdigit() else t for t in re.split(r"(\d+)", key)]
+
+
+@pytest.fixture(scope="session")
+def rag_dataset(rag_dataset_name: str, rag_beir_dataset: Any, rag_config: Any) -> Any:
+    """The BEIR set this test instance measures (one instance per set of `harness.datasets.retrieval`)."""
+    from harness.plugin.protocol import NO_DATASET
+
+    if rag_dataset_name == NO_DATASET:
+        pytest.fail(f"no BEIR dataset (a folder with corpus.jsonl) under {rag_config.harness.data_dir}: set "
+                    "harness.datasets.retrieval or --data-dir", pytrace=False)
+    return rag_beir_dataset(rag_dataset_name)
+
+
+@pytest.fixture(scope="session")
+def rag_dense_store(rag_dataset: Any, rag_embedder: Any, rag_config: Any) -> Any:
+    from harness.techniques.backends import persistent_index
+
+    return persistent_index(rag_dataset, rag_embedder, rag_config)
+
+
+@pytest.fixture(scope="session")
+def rag_dense_retriever(rag_dense_store: Any, rag_embedder: Any) -> Any:
+    from harness.retrieval import Retriever
+
+    return Retriever(rag_dense_store, rag_embedder, "dense")
+
+
+@pytest.fixture(scope="session")
+def rag_bench_services(rag_dense_retriever: Any, rag_embedder: Any, rag_config: Any) -> Any:
+    """The services techniques are built on for this dataset (LLM and reranker made on first use)."""
+    from harness.techniques.registry import Services
+
+    return Services(rag_config, retriever=rag_dense_retriever, embedder=rag_embedder)
+
+
+@pytest.fixture(scope="session")
+def rag_bench_queries(rag_dataset: Any, rag_config: Any) -> list[Any]:
+    """The first N judged queries (natural id order), N = --max-queries (0 = all)."""
+    qids = sorted(rag_dataset.judged_queries(), key=_natural)
+    n = rag_config.harness.max_queries
+    qids = qids[:n] if n else qids
+    return [rag_dataset.queries[q] for q in qids]
+
+
+@pytest.fixture(scope="session")
+def rag_uncached_llm(rag_llm: Any) -> Any:
+    """The same model without the response cache, for latency measurements."""
+    from harness import provenance
+
+    provenance.note_model(rag_llm.label, traffic="live")
+    return rag_llm.with_cache(None)
+
+
+@pytest.fixture(scope="session")
+def rag_judge_agreement(rag_judges: Any, rag_qa_set: Any, rag_config: Any) -> Any:
+    """Every judge (and the lexical baseline) on a seeded sample of HaluEval items (half right, half
+    hallucinated answers, the gold passage as context), twice for LLM judges: κ, accuracy, flip rate, α.
+    `harness.judge.agreement_items` of them, at most --max-queries (at least 2)."""
+    from harness.judge.labelled import halueval_items
+    from harness.judge.study import measure_agreement
+
+    h = rag_config.harness
+    qa = rag_qa_set("judge")
+    items = halueval_items(qa, max(2, h.capped(h.judge.agreement_items)), seed=h.seed)
+    return measure_agreement(rag_judges, items, qa.name, seed=h.judge.seed)

@@ -1,0 +1,102 @@
+"""The protocol's claims as a user runs them: the packaged claim tests (`harness/protocol/`), which datasets each
+claim is measured on, and the `-m` tiers read so that pytest-benchmark's settings marker is not the tier.
+
+`pytest -m benchmark --rag-protocol` (or `rag_protocol = true` in the ini) collects the packaged claim modules
+beside the project's own tests; every claim is parametrised over the datasets the project configures
+(`harness.datasets.retrieval`, names or paths under `harness.data_dir`), never over the sets the catalogue
+names as where the protocol's own figures were measured.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+NO_DATASET = "(no dataset)"
+PROTOCOL_DIR = Path(__file__).resolve().parent.parent / "protocol"
+
+
+def protocol_modules() -> list[Path]:
+    """The packaged claim modules, in a stable order."""
+    return sorted(PROTOCOL_DIR.glob("test_*.py"))
+
+
+def wants_protocol(config: pytest.Config) -> bool:
+    """`--rag-protocol`, or the ini's `rag_protocol` when the run names no paths of its own."""
+    if config.getoption("rag_protocol", False):
+        return True
+    return bool(config.getini("rag_protocol")) and config.args_source is not pytest.Config.ArgsSource.ARGS
+
+
+def add_protocol_args(config: pytest.Config) -> None:
+    """Append the packaged claim modules to the run's arguments (once: an xdist worker gets them already).
+    Files named as arguments are collected whatever the project's `python_files` pattern."""
+    if not wants_protocol(config):
+        return
+    present = {str(Path(a.split("::")[0]).resolve()) for a in config.args}
+    config.args = list(config.args) + [str(p) for p in protocol_modules() if str(p) not in present]
+
+
+def dataset_label(entry: str) -> str:
+    """A dataset entry's test id: its folder name (`data/mine` -> `mine`)."""
+    return Path(entry).name or entry
+
+
+def retrieval_datasets(harness: Any) -> list[str]:
+    """`harness.datasets.retrieval`, or unset, every folder under the data directory that holds a corpus.jsonl."""
+    if harness.datasets.retrieval is not None:
+        return list(harness.datasets.retrieval)
+    root = harness.data_dir
+    return sorted(p.name for p in root.iterdir() if (p / "corpus.jsonl").exists()) if root.is_dir() else []
+
+
+def parametrize(metafunc: pytest.Metafunc, harness: Any) -> None:
+    """One test instance per configured dataset (`rag_dataset_name`), per judge (`rag_judge_name`) and per
+    out-of-KB set (`rag_negatives_name`)."""
+    if "rag_dataset_name" in metafunc.fixturenames:
+        names = retrieval_datasets(harness) or [NO_DATASET]
+        metafunc.parametrize("rag_dataset_name", names, ids=[dataset_label(n) for n in names], scope="session")
+    if "rag_judge_name" in metafunc.fixturenames:  # one verdict per judge (--judge, repeatable; default the --llm)
+        metafunc.parametrize("rag_judge_name", list(dict.fromkeys(harness.judge.models)) or [harness.llm.model])
+    if "rag_negatives_name" in metafunc.fixturenames:  # E2-E4 on out-of-KB questions: one verdict per set
+        names = list(harness.datasets.negatives)
+        metafunc.parametrize("rag_negatives_name", names, ids=[dataset_label(n) for n in names])
+
+
+# ---------------------------------------------------------------- -m with the harness's tiers
+def _is_benchmark_settings(mark: Any) -> bool:
+    """pytest-benchmark's `@pytest.mark.benchmark(group=..., min_rounds=...)` carries settings; the harness's
+    tier marker is a bare `benchmark`."""
+    return mark.name == "benchmark" and bool(mark.args or mark.kwargs)
+
+
+def select_tiers(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Apply `-m` here when it names `benchmark` and some test carries pytest-benchmark's settings marker: such a
+    mark is not the benchmark tier, so `-m benchmark` leaves a user's pytest-benchmark test alone (and
+    `-m "not benchmark"` keeps it). pytest's own `-m` is then given nothing left to do."""
+    expr_text = config.getoption("markexpr", "")
+    if not expr_text or "benchmark" not in expr_text:
+        return
+    if not any(_is_benchmark_settings(m) for item in items for m in item.iter_markers("benchmark")):
+        return
+    from _pytest.mark import MarkMatcher, _parse_expression
+
+    expr = _parse_expression(expr_text, "Wrong expression passed to '-m'")
+    kept, dropped = [], []
+    for item in items:
+        marks = [m for m in item.iter_markers() if not _is_benchmark_settings(m)]
+        (kept if expr.evaluate(MarkMatcher.from_markers(marks)) else dropped).append(item)
+    if dropped:
+        config.hook.pytest_deselected(items=dropped)
+        items[:] = kept
+    config.stash[_MARKEXPR_KEY] = expr_text
+    config.option.markexpr = ""  # applied above; put back once collection is done
+
+
+_MARKEXPR_KEY = pytest.StashKey[str]()
+
+
+def restore_markexpr(config: pytest.Config) -> None:
+    if _MARKEXPR_KEY in config.stash:
+        config.option.markexpr = config.stash[_MARKEXPR_KEY]
