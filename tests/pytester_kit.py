@@ -9,7 +9,8 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-ADDOPTS = "--strict-markers -p no:cacheprovider -p no:randomly"
+# pytest-asyncio (a dev dependency) warns at configure time in a project that does not set its loop scope
+ADDOPTS = "--strict-markers -p no:cacheprovider -p no:randomly -p no:asyncio"
 INI = f"""
 [pytest]
 addopts = {ADDOPTS}

@@ -276,7 +276,7 @@ def test_timing_section_as_a_user_runs_it(pytester: pytest.Pytester):
 @pytest.mark.integration
 def test_a_run_with_nothing_but_timing_writes_no_report(pytester: pytest.Pytester):
     """Every test is timed, so timing alone must not make a run that checked and measured nothing write one."""
-    pytester.makeini("[pytest]\naddopts = -p no:cacheprovider -p no:randomly\nfilterwarnings = error\n")
+    pytester.makeini("[pytest]\naddopts = -p no:cacheprovider -p no:randomly -p no:asyncio\nfilterwarnings = error\n")
     pytester.makepyfile(test_plain="def test_plain():\n    assert True\n")
     result = pytester.runpytest_subprocess("--report-dir", "out")
     result.assert_outcomes(passed=1)

@@ -1,0 +1,94 @@
+"""The protocol's claims on a user's own corpus, from the user's own project (issue #40): a project outside the
+repository with a 40-passage BEIR set of its own (fixtures/user_project/), its own `llm`/`index`/`check` fixtures,
+its own `unit`/`integration` markers, and pytest-benchmark, pytest-recording and pytest-asyncio tests, runs
+HYDE-003, RAGF-004 and CRAG-005 with the documented command and a scripted model; each claim reads one row for
+that dataset with both arms' values, and the project's own tests run as their plugins document."""
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.integration
+pytest_plugins = ["pytester"]
+
+PROJECT = Path(__file__).resolve().parents[1] / "fixtures" / "user_project"
+CLAIMS = ("HYDE-003", "RAGF-004", "CRAG-005")
+# the documented command (docs: "Your corpus, your model"), with a scripted model in place of a live one
+COMMAND = ("-m", "benchmark", "--rag-protocol", "--llm", "scripted/bikeshop")
+
+
+@pytest.fixture
+def project(pytester: pytest.Pytester) -> pytest.Pytester:
+    shutil.copytree(PROJECT, pytester.path, dirs_exist_ok=True)
+    return pytester
+
+
+def _rows(project: pytest.Pytester) -> dict[str, dict]:
+    return {r["id"]: r for r in json.loads((project.path / "reports" / "results.json").read_text())["specs"]}
+
+
+def test_the_protocols_claims_run_on_the_users_corpus(project: pytest.Pytester):
+    result = project.runpytest_subprocess(*COMMAND, "-k", " or ".join(CLAIMS))
+    result.assert_outcomes(passed=3, deselected=13)
+    rows = _rows(project)
+    assert sorted(rows) == sorted(CLAIMS)
+    for claim in CLAIMS:
+        row = rows[claim]
+        assert [e["dataset"] for e in row["datasets"]] == ["bikeshop"], row["datasets"]
+        assert row["model"] == "scripted/bikeshop" and row["not_run_on"] == []
+        assert row["verdict"] in ("supported", "refuted", "inconclusive")
+        # both arms' values beside the verdict
+        ctx = row["datasets"][0]
+        assert ctx["n"] == 12
+    for claim in ("HYDE-003", "RAGF-004"):
+        record = _record(project, claim)
+        assert 0 <= record["context"]["baseline"] <= 1 and 0 <= record["context"]["candidate"] <= 1
+    crag = _record(project, "CRAG-005")["context"]
+    assert 0 <= crag["baseline_accuracy"] <= 1 and 0 <= crag["candidate_accuracy"] <= 1
+    # every row names the dataset; none reads "not run" on the catalogue's own sets (cranfield, halueval-qa)
+    result.stdout.no_fnmatch_line("*not run on*")
+    result.stdout.fnmatch_lines(["*HYDE-003*dataset=bikeshop*model=scripted/bikeshop*"])
+
+
+def _record(project: pytest.Pytester, claim: str) -> dict:
+    checks = json.loads((project.path / "reports" / "results.json").read_text())["checks"]
+    return next(r for r in checks if r.get("spec_id") == claim)
+
+
+def test_the_projects_own_tests_keep_their_fixtures_markers_and_plugins(project: pytest.Pytester):
+    """Without -m: the user's `llm`/`index`/`check` are theirs; pytest-benchmark, pytest-recording and
+    pytest-asyncio tests run as their plugins document; no model starts and no corpus is indexed."""
+    result = project.runpytest_subprocess("test_mine.py", "-W", "error")
+    result.assert_outcomes(passed=5)
+    assert not (project.path / ".cache" / "rag-harness" / "lancedb").exists()  # nothing was indexed
+    assert not (project.path / "reports" / "llama_server.log").exists()  # no model was started
+
+
+@pytest.mark.parametrize(("expr", "selected"), [
+    ("unit", ["test_my_fixtures_are_mine"]),
+    ("integration", ["test_my_integration_marker"]),
+    ("benchmark", []),  # pytest-benchmark's settings marker is not the benchmark tier
+    ("not benchmark", ["test_my_fixtures_are_mine", "test_my_integration_marker", "test_my_pytest_benchmark",
+                       "test_my_pytest_recording_marker", "test_my_asyncio"]),
+])
+def test_tiers_select_the_projects_own_tests_as_marked(project: pytest.Pytester, expr: str, selected: list[str]):
+    result = project.runpytest_subprocess("test_mine.py", "-m", expr, "--collect-only", "-q")
+    names = sorted(line.split("::")[-1] for line in result.outlines if line.startswith("test_mine.py::"))
+    assert names == sorted(selected)
+
+
+def test_a_heavy_fixture_in_an_unbound_unit_test_is_a_usage_error(project: pytest.Pytester):
+    project.makepyfile(test_heavy="""
+        import pytest
+
+        @pytest.mark.unit
+        def test_wants_the_harness_index(rag_index):
+            pass
+    """)
+    result = project.runpytest_subprocess("test_heavy.py")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["*test_wants_the_harness_index (rag_index)*"])
+    assert not (project.path / ".cache" / "rag-harness" / "lancedb").exists()
