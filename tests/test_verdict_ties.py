@@ -135,7 +135,8 @@ def test_the_terminal_summary_shows_both_arms_and_an_mde_above_zero(catalogue):
     assert "inconclusive" in line and f"arms: {ARMS}" in line, line
     assert "[-0.302, 0.143]" in line and "q±=+0/=12/-0" in line
     (warn,) = inconclusive_lines(rows)
-    assert ARMS in warn and "MDE at n=12: 0.423" in warn, warn
+    assert warn.startswith(f"HYDE-USER-1 on mine: inconclusive ({ARMS}) — all 12 pairs tied"), warn
+    assert "MDE at n=12: 0.423" in warn, warn
     assert "untestable" not in warn and "judge" not in warn
 
 
@@ -201,7 +202,7 @@ def test_a_tied_claim_through_the_plugin_reads_what_happened(pytester):
     assert result.ret == 0, out[-3000:]
     (line,) = [x for x in out.splitlines() if x.startswith("TIES-001  ")]
     assert "inconclusive" in line and "arms: baseline 0.875 → hyde 0.875" in line and "[-0.302, 0.143]" in line, line
-    (warn,) = [x for x in out.splitlines() if x.startswith("TIES-001 on mine (")]
+    (warn,) = [x for x in out.splitlines() if x.startswith("TIES-001 on mine: inconclusive (")]
     assert "MDE at n=12: 0.423" in warn and "untestable" not in warn and "judge" not in warn, warn
     html = (pytester.path / "out" / "index.html").read_text()
     first = html[html.index('data-claim="TIES-001"'):]

@@ -119,11 +119,11 @@ def inconclusive_lines(rows: list[dict[str, Any]]) -> list[str]:
             if e["verdict"] != "inconclusive":
                 continue
             where = f" on {e['dataset']}" if e.get("dataset") else ""
-            where += f" ({arms_text(e)})" if e.get("arms") else ""
             need = needed_text(e)
             tail = f"; queries needed: {need}" if need else ""
             mde = e.get("mde")
             if isinstance(mde, (int, float)) and math.isfinite(mde):
                 tail += f"; MDE at n={e.get('n')}: {mde:.3g}"
-            out.append(f"{r['id']}{where}: inconclusive — {e.get('reason', '')}{tail}")
+            arms = f" ({arms_text(e)})" if e.get("arms") else ""
+            out.append(f"{r['id']}{where}: inconclusive{arms} — {e.get('reason', '')}{tail}")
     return out
