@@ -280,7 +280,7 @@ def test_verdict_objects_in_full():
     from harness.stats.verdict import Verdict
 
     assert decide(Effect("difference", float("nan"), (float("nan"),) * 2, 0, float("nan")), ">=", 0.0,
-                  Decision("ci")) == Verdict("inconclusive", "no paired observations", None, math.inf)
+                  Decision("ci")) == Verdict("inconclusive", "no paired observations", None, math.inf, True)
     one = Effect("difference", 0.1, (float("nan"),) * 2, 1, float("nan"))
     assert decide(one, ">=", 0.0, Decision("ci")) == Verdict("inconclusive", "interval undefined", None, math.inf)
     rel = Effect("relative", math.inf, (float("nan"),) * 2, 6, 0.3)

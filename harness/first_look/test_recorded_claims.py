@@ -19,6 +19,7 @@ pytestmark = pytest.mark.vcr(allow_playback_repeats=True)  # identical claims: i
 CASSETTES = Path(__file__).resolve().parents[2] / "fixtures" / "cassettes"
 JUDGE_CASSETTE = "test_judge_integration/test_recorded_judge_on_the_hand_labelled_set[JUDGE-FLAG-HAND]"
 HYDE_QUERIES = ["why does a wing stall at high angle of attack", "how are refunds paid for gift card purchases"]
+HYDE_CASSETTES = [f"test_hyde_integration/test_hyde_embedding_differs_from_query[HYDE-002-{q}]" for q in HYDE_QUERIES]
 
 
 @pytest.fixture(scope="module")
@@ -55,12 +56,14 @@ def _judge_context(study: Any, rel: Any, recorded_llm: Any) -> dict[str, Any]:
 @pytest.mark.default_cassette(JUDGE_CASSETTE)
 @pytest.mark.spec("FIRST-LOOK-JUDGE-CONSISTENT")
 def test_judge_rules_the_same_way_again(judge_studies, rag_recorded_llm, rag_check):
-    from harness.judge.reliability import flip_effect
+    from harness.judge.reliability import recheck_effect
 
     study = _judge_study(judge_studies, rag_recorded_llm)
     rel = next(r for name, r in study.reliability.items() if name != "lexical")
-    effect = flip_effect(study.first[rel.judge], study.second[rel.judge])
-    rag_check("FIRST-LOOK-JUDGE-CONSISTENT", effect, **_judge_context(study, rel, rag_recorded_llm), seeds=[0, 1])
+    # the figure the judge's flag (and the report's judge banner) reads, over the same claims
+    flips = {k: rel.recheck.get(k, 0) for k in ("changed", "failed", "unperturbed")}
+    rag_check("FIRST-LOOK-JUDGE-CONSISTENT", recheck_effect(rel), **_judge_context(study, rel, rag_recorded_llm),
+          seeds=[0, 1], not_reproduced=flips)
 
 
 @pytest.mark.default_cassette(JUDGE_CASSETTE)
@@ -89,7 +92,8 @@ def test_lexical_baseline_against_the_judge(judge_studies, rag_recorded_llm, rag
              for name in (rel.judge, "lexical")}
     rag_check("FIRST-LOOK-LEXICAL-BEATS-JUDGE", paired_effect(right["lexical"], right[rel.judge], binary=True, seed=1),
           **_judge_context(study, rel, rag_recorded_llm), accuracy_lexical=float(right["lexical"].mean()),
-          accuracy_judge=float(right[rel.judge].mean()), per_query=_rulings_table(study, rel.judge, right))
+          accuracy_judge=float(right[rel.judge].mean()), per_query=_rulings_table(study, rel.judge, right),
+          baseline_label=f"{rel.judge} accuracy", candidate_label="lexical accuracy")
 
 
 def _rulings_table(study: Any, judge: str, right: dict[str, Any]) -> dict[str, Any]:
@@ -110,16 +114,16 @@ def _rulings_table(study: Any, judge: str, right: dict[str, Any]) -> dict[str, A
 
 
 @pytest.mark.spec("FIRST-LOOK-HYDE-DIFFERS")
-@pytest.mark.parametrize("query", [
-    pytest.param(q, id=name, marks=pytest.mark.default_cassette(
-        f"test_hyde_integration/test_hyde_embedding_differs_from_query[HYDE-002-{q}]"))
-    for name, q in zip(("stall", "refund"), HYDE_QUERIES)])
-def test_hyde_vector_differs_from_the_query(query, rag_recorded_llm, rag_embedder, rag_check):
+@pytest.mark.default_cassette(HYDE_CASSETTES[0])
+@pytest.mark.vcr(*(f"{c}.yaml" for c in HYDE_CASSETTES[1:]))  # read as well: one test, one claim, both questions
+def test_hyde_vector_differs_from_the_query(rag_recorded_llm, rag_embedder, rag_check):
     from harness.techniques.hyde import HyDE
 
-    res = HyDE(rag_recorded_llm, rag_embedder).expand(query)
-    cos = float(res.vector @ rag_embedder.encode([query])[0])
-    # a HyDE that fell back to the raw query measured the fallback: a pass would read inconclusive
-    rag_check("FIRST-LOOK-HYDE-DIFFERS", cos, model=rag_recorded_llm.label, dataset="mini", query=query,
-          fallback_rate=float(res.used_fallback), technique="hyde", traffic="replayed",
-          hypothetical_document=(res.documents or [""])[0][:300])
+    hyde = HyDE(rag_recorded_llm, rag_embedder)
+    results = [hyde.expand(q) for q in HYDE_QUERIES]
+    cosines = [float(r.vector @ rag_embedder.encode([q])[0]) for q, r in zip(HYDE_QUERIES, results)]
+    # the worst question decides; a HyDE that fell back to the raw query measured the fallback (inconclusive)
+    rag_check("FIRST-LOOK-HYDE-DIFFERS", max(cosines), model=rag_recorded_llm.label, dataset="mini", n=len(cosines),
+          cosines=dict(zip(HYDE_QUERIES, cosines)), technique="hyde", traffic="replayed",
+          fallback_rate=sum(r.used_fallback for r in results) / len(results),
+          hypothetical_documents={q: (r.documents or [""])[0][:300] for q, r in zip(HYDE_QUERIES, results)})

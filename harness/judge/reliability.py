@@ -34,7 +34,7 @@ from harness.stats.intervals import Interval, wilson_interval
 
 __all__ = ["JudgeReliability", "KAPPA_FLOOR", "FLIP_CEILING", "accuracy", "cohen_kappa", "flip_effect", "flip_rate",
            "hold_on_unreliable_judge", "kappa_effect", "kappa_interval", "krippendorff_alpha", "majority_verdict",
-           "recheck_flips"]
+           "recheck_effect", "recheck_flips"]
 
 KAPPA_FLOOR = 0.4
 FLIP_CEILING = 0.2
@@ -95,6 +95,17 @@ def flip_effect(first: Sequence[bool | None], second: Sequence[bool | None], *,
         raise ValueError(f"{len(first)} first rulings for {len(second)} second ones")
     return proportion_effect([x != y for x, y in zip(first, second) if x is not None and y is not None],
                              confidence=confidence)
+
+
+def recheck_effect(rel: JudgeReliability, *, confidence: float = 0.95) -> Effect:
+    """The flip rate the judge's flag reads (`JudgeReliability.flip_rate`, from `recheck_flips`: of the `flip_n`
+    items the first ruling decided, the share a perturbed re-ruling did not reproduce, by a change, a failure or
+    no perturbation) as a rate with its Wilson interval: a claim decided on it reports the figure, over the items,
+    that the judge-reliability banner reports. No re-ruling (`flip_n` 0): a rate over no items (nan)."""
+    k, n = int(rel.recheck.get("unconfirmed", 0)), rel.flip_n
+    if n and rel.flip_rate is not None and abs(k / n - rel.flip_rate) > 1e-12:
+        raise ValueError(f"{rel.judge}: {k} unconfirmed of {n} is not its flip rate {rel.flip_rate}")
+    return proportion_effect([True] * k + [False] * (n - k), confidence=confidence)
 
 
 def recheck_flips(first: Sequence[Hashable | None], second: Sequence[Hashable | None],

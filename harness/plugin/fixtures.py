@@ -55,6 +55,15 @@ def _record(request: pytest.FixtureRequest, record: dict[str, Any]) -> None:
     request.node.user_properties.append((PROP_RECORD, json.dumps(jsonable(record), sort_keys=True)))
 
 
+def failure_context(context: dict[str, Any]) -> str:
+    """The figures a failed check's message adds (`, n=30, ci=[…], p_value=…, model=…, dataset=…`), as plain numbers;
+    a figure the check did not have (None: e.g. a rate's p-value) is left out, never printed empty."""
+    from harness.report.html_format import plain  # numbers as plain numbers, not numpy reprs
+
+    return "".join(f", {k}={plain(context[k])}" for k in ("n", "ci", "p_value", "model", "dataset")
+                   if context.get(k) is not None)
+
+
 @pytest.fixture
 def rag_check(request: pytest.FixtureRequest) -> Callable[..., Any]:
     """`check(spec_id, value, **context)`: decide a measured value against its catalogue spec.
@@ -127,9 +136,7 @@ def rag_check(request: pytest.FixtureRequest) -> Callable[..., Any]:
             return value
         shown_v = record["value"]
         shown = f"{shown_v:.6g}" if isinstance(shown_v, float) and not math.isnan(shown_v) else repr(shown_v)
-        from harness.report.html_format import plain  # numbers as plain numbers, not numpy reprs
-
-        extra = "".join(f", {k}={plain(v)}" for k, v in context.items() if k in ("n", "ci", "p_value", "model", "dataset"))
+        extra = failure_context(context)
         head = f"{s.id} ({s.title}): measured {s.metric} = {shown}, required {s.comparator} {s.threshold!r}{extra}"
         if verdict == "inconclusive":
             raise SpecInconclusive(f"inconclusive (--strict-verdicts): {head}; {record['decided']['reason']}")

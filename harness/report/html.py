@@ -51,9 +51,11 @@ def judge_lines(prov: dict[str, Any]) -> list[str]:
         lo, hi = (j.get("kappa_ci") or [float("nan")] * 2)[:2]
         flip = j.get("flip_rate")
         again = j.get("recheck") or {}
-        how = (f" (re-ruled in {again['prompt']} wording at temperature {again['temperature']})"
-               if again.get("prompt") else "")
-        flip_txt = f", flip rate {flip:.2f} over {j.get('flip_n')}{how}" if isinstance(flip, (int, float)) else ""
+        how = f" in {again['prompt']} wording at temperature {again['temperature']}" if again.get("prompt") else ""
+        causes = ", ".join(f"{again[k]} {k}" for k in ("changed", "failed", "unperturbed") if again.get(k))
+        # the figure the flag reads (`recheck_flips`), and what it counts: a claim on it reports the same
+        flip_txt = (f", flip rate {flip:.2f} over the {j.get('flip_n')} items it ruled on (not reproduced when "
+                    f"re-ruled{how}: {causes or 'none'})" if isinstance(flip, (int, float)) else "")
         fails = f", {j['failures']} failed rulings (counted as disagreements)" if j.get("failures") else ""
         flag = (" — JUDGE UNRELIABLE (" + "; ".join(j.get("reasons") or []) + "): claims resting on it cannot be "
                 "supported") if j.get("unreliable") else (" — reliable by κ ≥ 0.4 and flip rate ≤ 0.2" if flip_txt

@@ -8,7 +8,7 @@ from html import escape
 from typing import Any
 
 from harness.report.html_format import _e, _verdict, plain
-from harness.report.terminal import counts_text, looks_text, needed_text
+from harness.report.terminal import arms_text, counts_text, looks_text, needed_text
 
 # (family, id prefixes): the protocol's technique claims
 FAMILIES: tuple[tuple[str, tuple[str, ...]], ...] = (
@@ -121,6 +121,12 @@ def _effect_text(r: dict[str, Any], e: dict[str, Any]) -> str:
     return f"{shown} {_interval_text(e.get('ci'))}".strip()
 
 
+def _arms_div(e: dict[str, Any]) -> str:
+    """Both arms' values under the effect ('dense Recall@10 0.875 → hyde Recall@10 0.875'), where it compared two."""
+    text = arms_text(e)
+    return f'<div class="arms muted">{escape(text)}</div>' if text else ""
+
+
 def _claim_rows(rows: list[dict[str, Any]], axes: dict[str, tuple[float, float]]) -> str:
     out = []
     last_metric = None
@@ -134,7 +140,7 @@ def _claim_rows(rows: list[dict[str, Any]], axes: dict[str, tuple[float, float]]
             last_metric = r["metric"]
         entries = [e for e in r.get("datasets") or [] if e.get("verdict") != "not run"] or [
             {"dataset": r.get("dataset") or "", "verdict": r["verdict"], "value": r.get("value"), "ci": r.get("ci"),
-             "n": r.get("n")}]
+             "n": r.get("n"), "arms": r.get("arms")}]
         for e in entries:
             cond = f"{r['comparator']} {plain(r['threshold'])}"
             plot = effect_svg(e, r["threshold"], *axes[r["metric"]]) if comparative else ""
@@ -145,7 +151,8 @@ def _claim_rows(rows: list[dict[str, Any]], axes: dict[str, tuple[float, float]]
                        f'<td><a href="#claim-{_e(r["id"])}"><b>{_e(r["id"])}</b></a>'
                        f'<div class=muted>{_e(r["title"])}</div></td><td>{_e(e.get("dataset"))}</td>'
                        f'<td class="verdict">{_verdict(e["verdict"])}</td>'
-                       f'<td class="effect num">{escape(_effect_text(r, e))}</td><td class=num>{escape(cond)}</td>'
+                       f'<td class="effect num">{escape(_effect_text(r, e))}{_arms_div(e)}</td>'
+                       f'<td class=num>{escape(cond)}</td>'
                        f'<td class=num>{_e(n)}<div class=muted>{escape(more)}</div></td>'
                        f'<td class="plot">{plot}</td></tr>')
     return "".join(out)

@@ -5,7 +5,7 @@ from html import escape
 from typing import Any
 
 from harness.report.html_format import _e, _fmt, _note, _paren, _verdict, hash_label, plain
-from harness.report.terminal import counts_text, looks_text, needed_text
+from harness.report.terminal import arms_text, counts_text, looks_text, needed_text
 
 
 def _rates(r: dict[str, Any]) -> str:
@@ -19,8 +19,10 @@ def _spec_cells(r: dict[str, Any], first: str, tier: str, cond: str) -> str:
     note = r.get("reason") or _note(r.get("message"))
     if r.get("untestable"):
         note = "cannot be tested on this dataset: " + note
+    arms = f"<div class=muted>{escape(arms_text(r))}</div>" if r.get("arms") else ""
     return (f"<td>{first}</td><td>{_e(tier)}</td><td>{_verdict(r['verdict'])}</td>"
-            f"<td class=num>{_e(r.get('value')) or 'n/a'}</td><td>{escape(cond)}</td>"
+            f"<td class=num>{_e(r.get('value')) or 'n/a'}{arms}</td>"
+            f"<td>{escape(cond)}</td>"
             f"<td class=num>{_e(r.get('ci'))}</td><td class=num>{_e(r.get('iqr'))}</td>"
             f"<td class=num>{_e(r.get('p_value'))}{_paren(r.get('p_holm'))}</td>"
             f"<td class=num>{_e(r.get('n'))}{_paren(r.get('mde'))}<div class=muted>{escape(looks_text(r))}</div></td>"

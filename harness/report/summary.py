@@ -19,6 +19,7 @@ Holm's correction runs over the p-values of every comparative (spec, dataset) me
 """
 from __future__ import annotations
 
+import math
 from typing import Any
 
 from harness.catalogue import Catalogue, Spec
@@ -52,6 +53,34 @@ def effect_from_record(rec: dict[str, Any]) -> Effect | None:
     return Effect(**kw)
 
 
+def _finite(v: Any) -> float | None:
+    return float(v) if isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) else None
+
+
+def arms_of(rec: dict[str, Any]) -> dict[str, Any] | None:
+    """Both arms' values of a check that compared two (None when it recorded no pair): the Effect's baseline and
+    candidate means (what the verdict was computed on), else the context's numeric `baseline`/`candidate` or
+    `baseline_accuracy`/`candidate_accuracy`. Labels: the context's `baseline_label`/`candidate_label`, else its
+    `baseline`/`candidate` names, else the per-query table's labels, else the technique (candidate) and
+    "baseline"/"candidate"."""
+    ctx, eff = rec.get("context") or {}, rec.get("effect") or {}
+    values = next((v for v in ((eff.get("baseline_mean"), eff.get("candidate_mean")),
+                               (ctx.get("baseline"), ctx.get("candidate")),
+                               (ctx.get("baseline_accuracy"), ctx.get("candidate_accuracy")))
+                   if None not in map(_finite, v)), None)
+    if values is None:
+        return None
+    pq = ctx.get("per_query") if isinstance(ctx.get("per_query"), dict) else {}
+
+    def label(side: str, default: Any) -> str:
+        named = ctx.get(side) if isinstance(ctx.get(side), str) else None
+        return str(next((x for x in (ctx.get(f"{side}_label"), named, pq.get(f"{side}_label"), default) if x), side))
+
+    return {"baseline": {"label": label("baseline", "baseline"), "value": _finite(values[0])},
+            "candidate": {"label": label("candidate", ctx.get("technique") or "candidate"),
+                          "value": _finite(values[1])}}
+
+
 def _entry(spec: Spec, rec: dict[str, Any]) -> dict[str, Any]:
     """One dataset's figures, from the check that decided it."""
     ctx = rec.get("context", {})
@@ -70,7 +99,7 @@ def _entry(spec: Spec, rec: dict[str, Any]) -> dict[str, Any]:
         "fallback_rate": ctx.get("fallback_rate"), "error_rate": ctx.get("error_rate"),
         "sequential": ctx.get("sequential"), "queries_used": ctx.get("queries_used"),
         "confidence": eff.get("confidence"), "per_query": read_per_query(ctx.get("per_query")),
-        "_record": rec,
+        "arms": arms_of(rec), "_record": rec,
     }
 
 
@@ -251,5 +280,5 @@ def _finish(row: dict[str, Any], spec: Spec) -> None:
     row.update(verdict=verdict, overall=overall, control=_control_summary(spec, row.pop("_control_runs"), control_verdict))
     for k in ("value", "ci", "iqr", "n", "p_value", "p_holm", "mde", "queries_needed", "available", "untestable",
               "reason", "improved", "unchanged", "degraded", "model", "technique", "dataset", "interval",
-              "fallback_rate", "error_rate", "sequential", "queries_used", "confidence"):
+              "fallback_rate", "error_rate", "sequential", "queries_used", "confidence", "arms"):
         row[k] = deciding.get(k)

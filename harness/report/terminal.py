@@ -38,6 +38,14 @@ def counts_text(entry: dict[str, Any]) -> str:
     return f"+{entry['improved']}/={entry['unchanged']}/-{entry['degraded']}"
 
 
+def arms_text(entry: dict[str, Any]) -> str:
+    """Both arms' values of a comparative entry, baseline first: 'dense Recall@10 0.875 → hyde Recall@10 0.875'."""
+    arms = entry.get("arms")
+    if not arms:
+        return ""
+    return " → ".join(f"{arms[k]['label']} {_fmt(arms[k]['value'])}" for k in ("baseline", "candidate"))
+
+
 def looks_text(entry: dict[str, Any]) -> str:
     """Where a sequential claim stopped: 'look 1/3 (10 of ≤30)'; '' for a claim decided in one look."""
     seq = entry.get("sequential")
@@ -53,8 +61,9 @@ def _line(label: str, tier: str, e: dict[str, Any], cond: str) -> str:
     p = _fmt(e.get("p_value"))
     if e.get("p_holm") is not None:
         p += f" ({_fmt(e.get('p_holm'))})"
-    counts, needed = counts_text(e), needed_text(e)
+    counts, needed, arms = counts_text(e), needed_text(e), arms_text(e)
     extra = "  ".join(x for x in (
+        f"arms: {arms}" if arms else "",
         f"n={_fmt(e.get('n'))}" if e.get("n") is not None else "",
         looks_text(e),
         f"p={p}" if p else "",
@@ -115,5 +124,6 @@ def inconclusive_lines(rows: list[dict[str, Any]]) -> list[str]:
             mde = e.get("mde")
             if isinstance(mde, (int, float)) and math.isfinite(mde):
                 tail += f"; MDE at n={e.get('n')}: {mde:.3g}"
-            out.append(f"{r['id']}{where}: inconclusive — {e.get('reason', '')}{tail}")
+            arms = f" ({arms_text(e)})" if e.get("arms") else ""
+            out.append(f"{r['id']}{where}: inconclusive{arms} — {e.get('reason', '')}{tail}")
     return out

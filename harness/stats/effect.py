@@ -15,8 +15,8 @@ import numpy as np
 from scipy import stats as _st
 
 from harness.stats.intervals import (
-    Interval, agresti_min_interval, agresti_min_sd, bca_from_replicates, bca_interval, percentile_interval, t_interval,
-    ties_interval, wilson_interval,
+    Interval, agresti_min_interval, agresti_min_sd, bca_from_replicates, bca_interval, interval_sd, percentile_interval,
+    t_interval, ties_interval, wilson_interval,
 )
 
 # Chosen by benchmarks/test_calibration.py on Cranfield (dense, BM25, hybrid; 225 topics): see README.
@@ -108,6 +108,9 @@ def paired_effect(candidate: Sequence[float], baseline: Sequence[float], *, rela
 
     `bounds` are the metric's (min, max) per query (recall, nDCG, accuracy: 0..1; None: unbounded).
     `binary` marks 0/1 outcomes (accuracy) and adds McNemar's mid-p test as the primary test.
+    Every pair tied (a bounded metric, not `binary`'s Agresti-Min): the ties interval (`ties_interval`; for a
+    relative effect divided by the baseline mean), cut to what the metric can reach over the baseline, and the SD
+    that interval implies (`interval_sd`), so the MDE and queries needed are not 0.
     """
     a = np.asarray(candidate, dtype=np.float64)
     b = np.asarray(baseline, dtype=np.float64)
@@ -118,7 +121,7 @@ def paired_effect(candidate: Sequence[float], baseline: Sequence[float], *, rela
     method = interval or ("agresti-min" if binary and not relative else VERDICT_INTERVAL[kind])
     n = len(a)
     d = a - b
-    if not relative and method != "agresti-min" and n and bounds and not np.any(d):
+    if method != "agresti-min" and n and bounds and not np.any(d):
         method = "ties"  # every pair tied: a sample interval would collapse to (0, 0)
     counts = dict(improved=int(np.sum(d > _TIE)), unchanged=int(np.sum(np.abs(d) <= _TIE)),
                   degraded=int(np.sum(d < -_TIE)))
@@ -138,7 +141,7 @@ def paired_effect(candidate: Sequence[float], baseline: Sequence[float], *, rela
         if method == "agresti-min":  # its sd, so that queries needed and the MDE agree with the interval
             sd, ci = agresti_min_sd(a, b), agresti_min_interval(a, b, confidence=confidence)
         elif method == "ties":
-            sd, ci = 0.0, ties_interval(n, bounds[1] - bounds[0], confidence=confidence)
+            sd, ci = _ties(n, bounds[1] - bounds[0], (bounds[0] - mb, bounds[1] - mb), confidence)
         else:
             sd = float(d.std(ddof=1)) if n > 1 else float("nan")
             ci = _interval(d, method, confidence, n_resamples, seed)
@@ -154,8 +157,19 @@ def paired_effect(candidate: Sequence[float], baseline: Sequence[float], *, rela
     psi = (a - (1.0 + est) * b) / mb  # delta-method linearisation of mean(a)/mean(b)
     sd = float(psi.std(ddof=1)) if n > 1 else float("nan")
     att = (bounds[0] / mb - 1.0, bounds[1] / mb - 1.0) if bounds else None
-    ci = _relative_interval(a, b, est, psi, method, confidence, n_resamples, seed)
+    if method == "ties":  # mean(a) = mean(b): the mean difference's ties interval over the baseline mean
+        sd, ci = _ties(n, (bounds[1] - bounds[0]) / mb, att, confidence)
+    else:
+        ci = _relative_interval(a, b, est, psi, method, confidence, n_resamples, seed)
     return Effect(kind, est, ci, n, sd, attainable=att, **common)
+
+
+def _ties(n: int, scale: float, reach: Interval, confidence: float) -> tuple[float, Interval]:
+    """The SD and interval of an effect whose `n` pairs all tied: ±`ties_share`·scale (scale: the metric's range,
+    over the baseline mean for a relative effect), cut to `reach`, the effect the metric's bounds allow; the SD is
+    the one the uncut half-width implies (`interval_sd`)."""
+    lo, hi = ties_interval(n, scale, confidence=confidence)
+    return interval_sd(hi, n, confidence=confidence), (max(lo, float(reach[0])), min(hi, float(reach[1])))
 
 
 def _interval(x: np.ndarray, method: str, confidence: float, n_resamples: int, seed: int) -> Interval:

@@ -153,9 +153,23 @@ def _agresti_min(candidate: Sequence[float], baseline: Sequence[float]) -> tuple
 METHODS = {"t": t_interval, "percentile": percentile_interval, "bca": bca_interval}
 
 
+def ties_share(n: int, *, confidence: float = 0.95) -> float:
+    """The largest share of queries on which two arms could differ when all `n` pairs were seen tied:
+    p = 1 - ((1 - c) / 2) ** (1 / n), the Clopper-Pearson upper bound for 0 of n (30 ties: 0.116; 12: 0.265)."""
+    return 1.0 - ((1.0 - confidence) / 2.0) ** (1.0 / n)
+
+
 def ties_interval(n: int, metric_range: float, *, confidence: float = 0.95) -> Interval:
     """The mean difference's interval when all `n` pairs are tied: the share of queries on which the arms
-    could differ is at most p = 1 - ((1 - c) / 2) ** (1 / n) (Clopper-Pearson, 0 of n seen), and a query's
-    difference at most the metric's range, so the mean lies within ±p·range. 30 ties of a 0..1 metric: ±0.116."""
-    p = 1.0 - ((1.0 - confidence) / 2.0) ** (1.0 / n)
+    could differ is at most p = `ties_share(n)`, and a query's difference at most the metric's range, so the
+    mean lies within ±p·range. 30 ties of a 0..1 metric: ±0.116."""
+    p = ties_share(n, confidence=confidence)
     return (-p * metric_range, p * metric_range)
+
+
+def interval_sd(half_width: float, n: int, *, confidence: float = 0.95) -> float:
+    """The per-query SD a Student-t interval of `half_width` at n implies: half·√n / t_{(1+c)/2, n-1} (nan below
+    n = 2), so that queries needed and the MDE extrapolate from an interval that is not built on a sample SD."""
+    if n < 2 or not np.isfinite(half_width):
+        return float("nan")
+    return float(half_width * np.sqrt(n) / _st.t.ppf(0.5 + confidence / 2, n - 1))

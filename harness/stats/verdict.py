@@ -12,10 +12,14 @@ A claim `effect <comparator> threshold` (comparator >=, >, <= or <) is decided b
 
 A zero-width interval reads inconclusive (a degenerate sample: every paired difference equal), unless the
 producer marks the quantity `Effect.exact`, constant by construction (κ of a judge that gives every item one
-label is exactly 0): then its value decides, refuted on the violating side, supported on the other.
+label is exactly 0): then its value decides, refuted on the violating side, supported on the other. Pairs that
+all tied on a bounded metric carry the ties interval (`Effect.interval_method == "ties"`), decided like any
+other interval; the reason says the pairs tied.
 
-A claim whose threshold lies outside what the metric can still reach over the baseline (`Effect.attainable`)
-cannot be tested on that data: it reads inconclusive with `untestable`, never refuted. A claim whose arms fell
+`untestable` marks a claim the data cannot test at all, whatever was measured: no pairs, an undefined
+estimate (a relative effect over a baseline mean of 0), or a threshold outside what the metric can still reach
+over the baseline (`Effect.attainable`); it reads inconclusive, never refuted. Reasons name only the
+measurement (no judge, technique or model is presumed to have taken part). A claim whose arms fell
 back (HyDE to the raw query, fusion to the original query alone, RET skipped, an LLM error) on more than
 `MAX_FALLBACK_RATE` of its queries measured the fallback, not the technique: it cannot be supported, and a point
 estimate measured on such a run cannot pass (both read inconclusive). One whose arms *failed* (an LLM error, not
@@ -32,6 +36,7 @@ from typing import Any
 from scipy import stats as _st
 
 from harness.stats.effect import Effect
+from harness.stats.intervals import ties_share
 
 RULES = ("ci", "test", "estimate")
 TESTS = ("t", "permutation", "wilcoxon", "mcnemar")
@@ -163,13 +168,18 @@ def _decide(effect: Effect, comparator: str, threshold: float, decision: Decisio
     mde = minimum_detectable_effect(effect.sd, effect.n, confidence=decision.confidence)
     conf = effect.confidence  # the interval's own level (a sequential look's repeated interval is wider)
 
+    tied = (f"all {effect.n} pairs tied, so the interval is the ties interval (queries like these could differ on "
+            f"at most {ties_share(effect.n, confidence=conf):.1%} of them, each by at most the metric's range); "
+            if effect.interval_method == "ties" and effect.n else "")
+
     def out(verdict: str, reason: str, untestable: bool = False) -> Verdict:
-        return Verdict(verdict, reason, None if verdict != "inconclusive" else needed, mde, untestable)
+        return Verdict(verdict, tied + reason, None if verdict != "inconclusive" else needed, mde, untestable)
 
     if effect.n == 0:
-        return Verdict("inconclusive", "no paired observations", None, float("inf"))
+        return Verdict("inconclusive", "no paired observations", None, float("inf"), True)
     if not math.isfinite(est):
-        return Verdict("inconclusive", f"estimate is {est} (relative effect over a baseline mean of 0)", None, mde)
+        return Verdict("inconclusive", f"estimate is {est} (relative effect over a baseline mean of 0)", None, mde,
+                       True)
     greater = comparator in (">=", ">")
     if effect.attainable is not None:
         reach = effect.attainable[1] if greater else effect.attainable[0]
@@ -185,9 +195,8 @@ def _decide(effect: Effect, comparator: str, threshold: float, decision: Decisio
                                                      f"{comparator} {threshold:g}")
     if lo == hi:  # every paired difference equal (sd 0): a zero-width interval is no measure of uncertainty
         return Verdict("inconclusive", f"every paired difference is {est:.4g} (sd 0) over {effect.n} pairs: the "
-                                       f"{conf * 100:.4g}% CI [{lo:.4g}, {hi:.4g}] is degenerate and cannot decide "
-                                       "(e.g. the technique changed nothing, or the judge cannot tell answers apart)",
-                       None, mde, True)
+                                       f"{conf * 100:.4g}% CI [{lo:.4g}, {hi:.4g}] is degenerate (zero width "
+                                       "measures no uncertainty) and cannot decide", None, mde)
     if not _satisfies(lo, comparator, threshold) and not _satisfies(hi, comparator, threshold):
         return out("refuted", f"the whole {conf * 100:.4g}% CI [{lo:.4g}, {hi:.4g}] violates {comparator} {threshold:g}")
     if decision.rule == "ci":
