@@ -15,6 +15,9 @@ import pytest
 
 from harness.plugin.state import estimating, harness_config_of, loaded_sets
 
+# the plugin's fixtures whose use in a selected test's closure the checks read (one place, for a rename)
+LLM, LOCAL_SERVER, JUDGES = "llm", "local_llm_server", "judges"
+CORPUS, BEIR_DATASET, QA_SET, MCQ_SET = "corpus", "beir_dataset", "qa_set", "mcq_set"
 WORKER_USAGE_ERROR = "rag_harness_usage_error"  # the key of a worker's usage error in its workeroutput
 MAX_LINES = 10  # problems shown at most (then a count of the rest)
 
@@ -71,8 +74,8 @@ def local_model_problems(config: pytest.Config, items: Iterable[pytest.Item]) ->
     users: dict[str, list[str]] = {}
     for item in items:
         names = _fixtures(item)
-        models = [h.llm.model] if names & {"llm", "local_llm_server"} else []
-        if "judges" in names:
+        models = [h.llm.model] if names & {LLM, LOCAL_SERVER} else []
+        if JUDGES in names:
             models += list(h.judge.models) or [h.llm.model]
         for model in dict.fromkeys(models):
             if model.startswith("local/"):
@@ -121,17 +124,17 @@ def needs_of(item: pytest.Item, h: Any) -> list[Need]:
     params = {v for v in (callspec.params.values() if callspec is not None else ()) if isinstance(v, str)}
     d = h.datasets
     needs: list[Need] = []
-    if "corpus" in names:
+    if CORPUS in names:
         needs.append(Need("beir", h.dataset_path(h.corpus), "harness.corpus", True))
-    if "beir_dataset" in names:
+    if BEIR_DATASET in names:
         sets, given = _beir_sets(h)
-        needs += [Need("beir", h.dataset_path(n), "harness.datasets.retrieval" if given else "harness.data_dir",
+        needs += [Need("beir", h.dataset_path(n), "harness.datasets.retrieval" if given else "a BEIR set under harness.data_dir",
                        given or n in params) for n in sets]
     families: list[tuple[str, str, str]] = []
-    if "qa_set" in names:
+    if QA_SET in names:
         families += [("qa", f, getattr(d, f)) for f in ("crag", "ret", "judge") if getattr(d, f) != "retail_kb"]
         families += [("qa", "negatives", n) for n in d.negatives]
-    if "mcq_set" in names:
+    if MCQ_SET in names:
         families.append(("mcq", "capability", d.capability))
     needs += [Need(kind, h.dataset_path(n), f"harness.datasets.{f}", n in params) for kind, f, n in families]
     return needs
@@ -162,8 +165,18 @@ def dataset_problems(config: pytest.Config, items: Iterable[pytest.Item]) -> lis
                 lines.append(f"{path}: dataset folder not found ({required[kind, path]}; set --data-dir or "
                              f"{required[kind, path]}, or deselect the tests that need it), needed by {_who(nodeids)}")
             continue
-        errors = sets.problems(kind, path)
-        if errors:
-            lines.append(f"{errors[0]} [{settings[kind, path]}, needed by {_who(nodeids)}]")
-            lines += [str(e) for e in errors[1:]]
+        shown = _first_per_file(sets.problems(kind, path))
+        if shown:
+            lines.append(f"{shown[0]} [{settings[kind, path]}, needed by {_who(nodeids)}]")
+            lines += shown[1:]
     return lines
+
+
+def _first_per_file(errors: list[Any]) -> list[str]:
+    """The first problem of each file, with a count of that file's others (a bad query line is followed by the
+    qrels rows that name its id: the first of each file is the one to fix)."""
+    by_file: dict[str, list[Any]] = {}
+    for err in errors:
+        by_file.setdefault(err.path, []).append(err)
+    return [f"{errs[0]}" + (f" (and {len(errs) - 1} more in this file)" if len(errs) > 1 else "")
+            for errs in by_file.values()]
