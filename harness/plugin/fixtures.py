@@ -13,7 +13,7 @@ import pytest
 
 from harness.plugin.state import (
     CONTROL_KEY, PROP_RECORD, PROP_VERDICT, SpecCheckFailed, SpecInconclusive, catalogue_of, estimating,
-    harness_config_of, tiers_of,
+    harness_config_of, loaded_sets, tiers_of,
 )
 from harness.catalogue import Catalogue, Spec
 from harness.report.collector import jsonable
@@ -241,11 +241,21 @@ def rag_make_index(tmp_path_factory: pytest.TempPathFactory) -> Callable[..., An
     return _make
 
 
+def _load_set(config: pytest.Config, kind: str, path: Path) -> Any:
+    """The set parsed once per session (usually at collection, by the plugin's check of the selected tests'
+    data); a problem the check did not reach fails the test in one line naming file, line and field."""
+    from harness.data.errors import DataError
+
+    try:
+        return loaded_sets(config).load(kind, path)
+    except DataError as err:
+        pytest.fail(f"rag-harness: {err}", pytrace=False)
+
+
 @pytest.fixture(scope="session")
-def rag_beir_dataset(rag_config: HarnessConfig) -> Callable[[str], Any]:
+def rag_beir_dataset(pytestconfig: pytest.Config, rag_config: HarnessConfig) -> Callable[[str], Any]:
     """`beir_dataset(name)` loads `<data_dir>/<name>`; a missing dataset fails the test with its path (a claim
     that cannot be measured is an error, not a skip: deselect the test with -k or --deselect on purpose)."""
-    from harness.data import load_beir
 
     def _load(name: str):
         path = rag_config.harness.dataset_path(name)
@@ -255,7 +265,7 @@ def rag_beir_dataset(rag_config: HarnessConfig) -> Callable[[str], Any]:
         from harness import provenance
         from harness.data.qa import dataset_card
 
-        ds = load_beir(path)
+        ds = _load_set(pytestconfig, "beir", path)
         card = dataset_card(path, counts={"queries": len(ds.queries), "documents": len(ds.corpus),
                                           "judged_queries": len(ds.qrels)})
         provenance.note_dataset(ds.name, path, content_hash=card["content_hash"], card=card)
@@ -264,7 +274,8 @@ def rag_beir_dataset(rag_config: HarnessConfig) -> Callable[[str], Any]:
     return _load
 
 
-def _family_set(harness_config: HarnessConfig, family: str, loader: str, name: str | None = None) -> Any:
+def _family_set(pytestconfig: pytest.Config, harness_config: HarnessConfig, family: str, loader: str,
+                name: str | None = None) -> Any:
     from harness import provenance
     from harness.data import qa
 
@@ -274,14 +285,14 @@ def _family_set(harness_config: HarnessConfig, family: str, loader: str, name: s
         pytest.fail(f"dataset {name!r} for the {family} claims not found: {path / 'queries.jsonl'} does not exist "
                     f"(set --data-dir or harness.datasets.{family}, or deselect these tests on purpose)",
                     pytrace=False)
-    ds = getattr(qa, loader)(path)
+    ds = _load_set(pytestconfig, "qa" if loader == "load_qa" else "mcq", path)
     card = qa.qa_card(ds) if loader == "load_qa" else qa.mcq_card(ds)
     provenance.note_dataset(ds.name, path, content_hash=card["content_hash"], card=card)
     return ds
 
 
 @pytest.fixture(scope="session")
-def rag_qa_set(rag_config: HarnessConfig) -> Callable[[str], Any]:
+def rag_qa_set(pytestconfig: pytest.Config, rag_config: HarnessConfig) -> Callable[[str], Any]:
     """`qa_set(family)`: the QA set configured for a family of claims (`harness.datasets.<family>`, e.g.
     `crag` -> halueval-qa), loaded once, its card (counts, hash, source, licence) in the report. A family set to
     a list (`negatives`) is loaded one name at a time: `qa_set("negatives", "freshqa")`."""
@@ -289,16 +300,16 @@ def rag_qa_set(rag_config: HarnessConfig) -> Callable[[str], Any]:
 
     def _load(family: str, name: str | None = None) -> Any:
         if (family, name) not in loaded:
-            loaded[family, name] = _family_set(rag_config, family, "load_qa", name)
+            loaded[family, name] = _family_set(pytestconfig, rag_config, family, "load_qa", name)
         return loaded[family, name]
 
     return _load
 
 
 @pytest.fixture(scope="session")
-def rag_mcq_set(rag_config: HarnessConfig) -> Callable[[str], Any]:
+def rag_mcq_set(pytestconfig: pytest.Config, rag_config: HarnessConfig) -> Callable[[str], Any]:
     """`mcq_set(family)`: the MCQ set configured for a family (`harness.datasets.capability` -> mmlu)."""
-    return lambda family: _family_set(rag_config, family, "load_mcq")
+    return lambda family: _family_set(pytestconfig, rag_config, family, "load_mcq")
 
 
 @pytest.fixture(scope="session")

@@ -146,6 +146,10 @@ def pytest_configure(config: pytest.Config) -> None:
 
     if not config.pluginmanager.has_plugin("rag-harness-timing"):
         config.pluginmanager.register(TimingHooks(), "rag-harness-timing")
+    from harness.plugin import preflight
+
+    if not config.pluginmanager.has_plugin("rag-harness-preflight"):
+        config.pluginmanager.register(preflight, "rag-harness-preflight")
     from harness.llm.spend import Spend
 
     cap = config.getoption("max_cost")
@@ -177,6 +181,25 @@ def _spec_ids(node: Any) -> list[str]:
     return ids
 
 
+_UNKNOWN_SPECS = pytest.StashKey[list]()
+
+
+def _unknown_spec_ids(config: pytest.Config) -> str | None:
+    """One line per test that names ids the catalogue lacks, each with the nearest known ids, or None."""
+    from difflib import get_close_matches
+
+    found = config.stash.get(_UNKNOWN_SPECS, [])
+    if not found:
+        return None
+    known = [s.id for s in catalogue_of(config)]
+    lines = []
+    for nodeid, ids in found:
+        near = sorted({m for i in ids for m in get_close_matches(i, known, n=1, cutoff=0.75)})
+        hint = f" (did you mean {', '.join(near)}?)" if near else ""
+        lines.append(f"{nodeid} names spec id(s) not in the catalogue: {', '.join(ids)}{hint}")
+    return "\n  ".join(lines)
+
+
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     from harness.plugin.protocol import parametrize
 
@@ -186,10 +209,9 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
         return
     cat = catalogue_of(metafunc.config)
     unknown = [i for i in ids if i not in cat]
-    if unknown:
-        raise pytest.UsageError(
-            f"rag-harness: {metafunc.definition.nodeid} names spec id(s) not in the catalogue: {', '.join(unknown)}"
-        )
+    if unknown:  # a usage error once collection ends (raised here it would be a collection error with a traceback)
+        metafunc.config.stash.setdefault(_UNKNOWN_SPECS, []).append((metafunc.definition.nodeid, unknown))
+        return
     if "rag_spec" not in metafunc.fixturenames:
         metafunc.fixturenames.append("rag_spec")
     metafunc.parametrize("rag_spec", [cat[i] for i in ids], ids=ids, indirect=True)
@@ -198,6 +220,11 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
 @pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config, items: list[pytest.Item]) -> None:
     """Give bound tests their catalogue tier, then check catalogue coverage before `-m`/`-k` deselect."""
+    unknown = _unknown_spec_ids(config)
+    if unknown:
+        from harness.plugin.preflight import usage_error
+
+        raise usage_error(config, unknown)
     cat = catalogue_of(config)
     covered: dict[str, list[str]] = {}
     untiered: list[str] = []
@@ -314,10 +341,15 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):
     report = yield
     if call.excinfo is not None and report.failed and call.when in ("setup", "call"):
         from harness.llm.failures import FatalModelError
+        from harness.llm.local import LocalModelUnavailable
         from harness.llm.spend import BudgetExhausted
 
         fatal = _cause(call.excinfo.value, FatalModelError)
-        if fatal is not None:
+        local = _cause(call.excinfo.value, LocalModelUnavailable)
+        if local is not None:  # every later test that needs the model would fail alike: once, in one line
+            report.longrepr = f"rag-harness: {local}"
+            item.session.shouldstop = "rag-harness: stopped: the local model cannot start; the error is above"
+        elif fatal is not None:
             # every later call would fail alike: litellm's error once, here, and the session stops after this test
             report.longrepr = f"rag-harness: the model cannot be called, so the run stops: {fatal}"
             report.user_properties.append((PROP_FATAL, fatal.kind))

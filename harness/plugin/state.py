@@ -5,6 +5,7 @@ import pytest
 
 from harness.catalogue import TIERS, Catalogue, Spec
 from harness.config import HarnessConfig
+from harness.data.loaded import LoadedSets
 from harness.llm.spend import Spend
 from harness.report.collector import Collector
 
@@ -13,6 +14,7 @@ CONFIG_KEY = pytest.StashKey[HarnessConfig]()
 COLLECTOR_KEY = pytest.StashKey[Collector]()
 RESULTS_KEY = pytest.StashKey[dict]()
 SPEND_KEY = pytest.StashKey[Spend]()
+DATASETS_KEY = pytest.StashKey[LoadedSets]()
 
 
 def catalogue_of(config: pytest.Config) -> Catalogue:
@@ -26,6 +28,13 @@ def harness_config_of(config: pytest.Config) -> HarnessConfig:
 def spend_of(config: pytest.Config) -> Spend:
     """The session's LLM spend (and its cap, `--max-cost`), shared by every client the fixtures make."""
     return config.stash[SPEND_KEY]
+
+
+def loaded_sets(config: pytest.Config) -> LoadedSets:
+    """The session's parsed datasets: what the collection-time check loaded, the fixtures reuse."""
+    if DATASETS_KEY not in config.stash:
+        config.stash[DATASETS_KEY] = LoadedSets()
+    return config.stash[DATASETS_KEY]
 
 
 def estimating(config: pytest.Config) -> bool:
