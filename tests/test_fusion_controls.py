@@ -18,7 +18,7 @@ QUERIES = ["why does a wing stall at high angle of attack", "how long is the ret
 
 
 def _ranking_variance(fusion, queries: list[str], runs: int = 3) -> float:
-    """RAGF-003's figure as benchmarks/test_techniques.py computes it: 1 - mean pairwise top-10 overlap."""
+    """RAGF-003's figure as harness/protocol/test_protocol_techniques.py computes it: 1 - mean pairwise top-10 overlap."""
     variances = []
     for q in queries:
         tops = [set(fusion.run(q).ids[:10]) for _ in range(runs)]

@@ -79,8 +79,11 @@ BLOCKS = {
         "test_the_readme_command_ends_with_a_supported_a_refuted_and_an_inconclusive_claim",
     ("Quick start (fresh machine, Python ≥ 3.10)", "bash", 2): "exempt: the test command itself (CI runs it)",
     ("Quick start (fresh machine, Python ≥ 3.10)", "bash", 3): "exempt: the main job (the hour-long benchmark tier)",
+    ("Using it in your project", "yaml", 0): "test_your_corpus_config_is_the_user_projects",
+    ("Using it in your project", "bash", 0): "tests/test_user_project.py::test_the_protocols_claims_run_on_the_users_"
+                                             "corpus (the same options, a scripted model in place of a live one)",
     ("Using it in your project", "python", 0): "test_using_it_in_your_project_example_runs",
-    ("Using it in your project", "bash", 0): "test_using_it_in_your_project_example_runs",
+    ("Using it in your project", "bash", 1): "test_using_it_in_your_project_example_runs",
     ("Techniques", "bash", 0): "test_techniques_command_runs",
     ("Techniques", "python", 0): "test_techniques_python_example_prints_what_it_says",
     ("Techniques", "python", 1): "test_your_own_technique_runs_the_existing_claims",
@@ -121,6 +124,19 @@ def _all_blocks() -> list[tuple[str, str, int]]:
                 out.append((section, m.group(1), counts.get(key, 0)))
                 counts[key] = counts.get(key, 0) + 1
     return out
+
+
+@pytest.mark.unit
+def test_your_corpus_config_is_the_user_projects(tmp_path: Path):
+    """The README's configuration for a corpus of one's own validates and names the sets of fixtures/user_project,
+    the project tests/test_user_project.py runs the protocol's claims in."""
+    from harness.config import load_config
+
+    (tmp_path / "rag.yaml").write_text(_blocks("Using it in your project", "yaml")[0])
+    readme = load_config(tmp_path / "rag.yaml").harness
+    project = load_config(Path(__file__).resolve().parents[1] / "fixtures" / "user_project" / "rag.yaml").harness
+    assert (readme.data_dir, readme.datasets.retrieval, readme.datasets.crag) == \
+        (project.data_dir, project.datasets.retrieval, project.datasets.crag) == (Path("data"), ["bikeshop"], "bikeshop")
 
 
 @pytest.mark.unit
@@ -213,7 +229,7 @@ def test_verdicts_snippet_runs(pytester: pytest.Pytester):
         "base_correct = (rng.uniform(size=40) < 0.5).astype(float)\n"
         "ret_correct = np.maximum(base_correct, (rng.uniform(size=40) < 0.3).astype(float))\n"
         "abstained_on_negatives = [1] * 30 + [0] * 2\n\n"
-        "def test_readme_verdicts(check):\n" + body + "\n"))
+        "def test_readme_verdicts(rag_check):\n" + body + "\n"))
     result = pytester.runpytest_subprocess("--spec-coverage", "off", "--report-dir", "out")
     assert "Error" not in result.stdout.str(), result.stdout.str()[-3000:]
     checks = json.loads((pytester.path / "out" / "results.json").read_text())["checks"]

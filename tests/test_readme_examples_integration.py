@@ -13,17 +13,14 @@ pytest_plugins = ["pytester"]
 
 
 def test_your_own_technique_runs_the_existing_claims(pytester: pytest.Pytester):
-    """The README's technique, registered in conftest.py, answers for HyDE's claims of benchmarks/ and the
-    report names it (a small corpus stands in for the data directory)."""
+    """The README's technique, registered in conftest.py, answers for HyDE's packaged claims (--rag-protocol) and
+    the report names it (a small corpus stands in for the data directory)."""
     import shutil
 
     conftest = _blocks("Techniques", "python")[1]
     cmd = _blocks("Techniques", "bash")[1].strip()
     repo_project(pytester)
     pytester.makeconftest(conftest)
-    (pytester.path / "benchmarks").mkdir()
-    for f in ("conftest.py", "test_techniques.py"):
-        shutil.copy(ROOT / "benchmarks" / f, pytester.path / "benchmarks" / f)
     shutil.copytree(ROOT / "fixtures" / "mini", pytester.path / "data" / "mini")
     import shlex
 
@@ -45,7 +42,7 @@ def test_using_it_in_your_project_example_runs(tmp_path):
     embedder and the scripted LLM answer, and the report holds that one spec."""
     from tests.test_readme_examples import _run
 
-    (code,), (cmd,) = _blocks("Using it in your project", "python"), _blocks("Using it in your project", "bash")
+    (code,), cmd = _blocks("Using it in your project", "python"), _blocks("Using it in your project", "bash")[1]
     (tmp_path / "test_hyde.py").write_text(code)
     out = _run(cmd.strip(), tmp_path)
     assert "1 passed" in out, out[-2000:]

@@ -96,7 +96,7 @@ specs:
 
 
 @pytest.fixture
-def catalogue(tmp_path):
+def demo_catalogue(tmp_path):
     path = tmp_path / "specs.yaml"
     path.write_text(CATALOGUE)
     return load_catalogue([path])
@@ -127,10 +127,10 @@ ARMS = "dense Recall@10 0.875 → hyde Recall@10 0.875"
 
 
 @pytest.mark.unit
-def test_the_terminal_summary_shows_both_arms_and_an_mde_above_zero(rag_catalogue):
+def test_the_terminal_summary_shows_both_arms_and_an_mde_above_zero(demo_catalogue):
     from harness.report.terminal import inconclusive_lines, summary_lines
 
-    rows = _hyde_rows(rag_catalogue)
+    rows = _hyde_rows(demo_catalogue)
     (line,) = [x for x in summary_lines(rows) if x.startswith("HYDE-USER-1 ")]
     assert "inconclusive" in line and f"arms: {ARMS}" in line, line
     assert "[-0.302, 0.143]" in line and "q±=+0/=12/-0" in line
@@ -141,11 +141,11 @@ def test_the_terminal_summary_shows_both_arms_and_an_mde_above_zero(rag_catalogu
 
 
 @pytest.mark.unit
-def test_the_reports_first_screen_shows_both_arms(rag_catalogue):
+def test_the_reports_first_screen_shows_both_arms(demo_catalogue):
     from harness.report.html_claims import claims_first_screen
     from harness.report.html_tables import _spec_table
 
-    rows = _hyde_rows(rag_catalogue)
+    rows = _hyde_rows(demo_catalogue)
     html = claims_first_screen(rows)
     row = html[html.index('data-claim="HYDE-USER-1"'):]
     row = row[:row.index("</tr>")]

@@ -230,6 +230,20 @@ def generate(out_dir: str | Path, seed: int = 42) -> Path:
     return out
 
 
+def resolve_kb(name: str | Path, data_dir: Path, cache_dir: Path) -> Path:
+    """The knowledge base a setting names: a folder with `structure.json` (absolute, or under `data_dir`); the name
+    `retail_kb` with no such folder is this module's synthetic KB, written once under `cache_dir`."""
+    p = Path(name)
+    folder = p if p.is_absolute() else data_dir / p
+    if (folder / "structure.json").is_file() or str(name) != "retail_kb":
+        return folder
+    out = cache_dir / "retail_kb-seed42"
+    if not (out / "queries.jsonl").is_file():
+        generate(out.with_name(out.name + ".tmp"))
+        out.with_name(out.name + ".tmp").replace(out)
+    return out
+
+
 if __name__ == "__main__":  # pragma: no cover
     import sys
 

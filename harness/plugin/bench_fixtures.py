@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 __all__ = ["rag_dataset", "rag_dense_store", "rag_dense_retriever", "rag_bench_services", "rag_bench_queries",
-           "rag_uncached_llm", "rag_judge_agreement"]
+           "rag_uncached_llm", "rag_judge_agreement", "rag_kb"]
 
 
 def _natural(key: str) -> list[Any]:
@@ -80,3 +80,17 @@ def rag_judge_agreement(rag_judges: Any, rag_qa_set: Any, rag_config: Any) -> An
     qa = rag_qa_set("judge")
     items = halueval_items(qa, max(2, h.capped(h.judge.agreement_items)), seed=h.seed)
     return measure_agreement(rag_judges, items, qa.name, seed=h.judge.seed)
+
+
+@pytest.fixture(scope="session")
+def rag_kb(rag_config: Any) -> Any:
+    """The E2-E4 knowledge base (`harness.datasets.kb`): a folder of pages with `structure.json` and
+    `queries.jsonl`; by default the synthetic retail KB, written once under the cache directory."""
+    from harness.data.retail_kb import resolve_kb
+
+    h = rag_config.harness
+    path = resolve_kb(h.datasets.kb, h.data_dir, h.cache_dir)
+    if not (path / "structure.json").is_file():
+        pytest.fail(f"knowledge base {h.datasets.kb!r} not found: {path / 'structure.json'} does not exist (set "
+                    "harness.datasets.kb to a folder of pages with structure.json and queries.jsonl)", pytrace=False)
+    return path

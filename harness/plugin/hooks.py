@@ -244,16 +244,18 @@ def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config
             # the integration tier replays recorded traffic: any connection off this machine is an error
             # (pytest-recording lifts the block while a cassette is being recorded)
             item.add_marker(pytest.mark.block_network)
+    from harness.plugin.preflight import usage_error  # on an xdist worker it reaches the controller too
+
     heavy = [f"{item.nodeid} ({', '.join(sorted(HEAVY_FIXTURES & set(getattr(item, 'fixturenames', ()))))})"
              for item in items if _bound_spec(item) is None and not _tiers(item) & {"integration", "benchmark"}
              and HEAVY_FIXTURES & set(getattr(item, "fixturenames", ()))]
     if heavy:
-        raise pytest.UsageError(
-            "rag-harness: these tests ask for a fixture that starts a model or indexes a corpus, but are bound to no "
+        raise usage_error(config,
+            "these tests ask for a fixture that starts a model or indexes a corpus, but are bound to no "
             "spec (@pytest.mark.spec) and marked neither integration nor benchmark:\n  " + "\n  ".join(heavy))
     if untiered:
-        raise pytest.UsageError(
-            "rag-harness: tests without exactly one tier marker (unit/integration/benchmark):\n  "
+        raise usage_error(config,
+            "tests without exactly one tier marker (unit/integration/benchmark):\n  "
             + "\n  ".join(untiered)
         )
     from harness.plugin.options import check_collected
@@ -264,12 +266,21 @@ def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config
     if mode == "strict" or (mode == "auto" and whole_suite and len(cat)):
         missing = [s.id for s in cat if cat.in_project(s.id) and s.id not in covered]
         if missing:
-            raise pytest.UsageError(
-                "rag-harness: catalogue ids with no test at their tier: " + ", ".join(missing)
-            )
+            raise usage_error(config, "catalogue ids with no test at their tier: " + ", ".join(missing))
     from harness.plugin.protocol import select_tiers
 
     select_tiers(config, items)
+
+
+def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> pytest.Module | None:
+    """The protocol's packaged claim modules are collected whatever the project's `python_files` pattern."""
+    from _pytest.python import path_matches_patterns
+
+    from harness.plugin.protocol import is_protocol_module
+
+    if is_protocol_module(file_path) and not path_matches_patterns(file_path, parent.config.getini("python_files")):
+        return pytest.Module.from_parent(parent, path=file_path)
+    return None
 
 
 # ---------------------------------------------------------------- negative controls

@@ -19,7 +19,7 @@ PROTOCOL_DIR = Path(__file__).resolve().parent.parent / "protocol"
 
 def protocol_modules() -> list[Path]:
     """The packaged claim modules, in a stable order."""
-    return sorted(PROTOCOL_DIR.glob("test_*.py"))
+    return sorted(p for p in PROTOCOL_DIR.glob("test_*.py") if is_protocol_module(p))
 
 
 def wants_protocol(config: pytest.Config) -> bool:
@@ -30,12 +30,18 @@ def wants_protocol(config: pytest.Config) -> bool:
 
 
 def add_protocol_args(config: pytest.Config) -> None:
-    """Append the packaged claim modules to the run's arguments (once: an xdist worker gets them already).
-    Files named as arguments are collected whatever the project's `python_files` pattern."""
+    """Append the packaged claims' folder to the run's arguments (once: an xdist worker gets it already). Outside
+    the project its modules' node ids read `test_protocol_<family>.py::...`; `is_protocol_module` collects them
+    whatever the project's `python_files` pattern."""
     if not wants_protocol(config):
         return
     present = {str(Path(a.split("::")[0]).resolve()) for a in config.args}
-    config.args = list(config.args) + [str(p) for p in protocol_modules() if str(p) not in present]
+    if str(PROTOCOL_DIR) not in present:
+        config.args = [*config.args, str(PROTOCOL_DIR)]
+
+
+def is_protocol_module(path: Path) -> bool:
+    return path.parent == PROTOCOL_DIR and path.name.startswith("test_") and path.suffix == ".py"
 
 
 def dataset_label(entry: str) -> str:

@@ -1,5 +1,6 @@
-"""E2/E3/E4 study on the configured LLM (default: the embedded local model) over the shipped retail KB's
-queries (--max-queries of them, each query type in turn; 0 = all 150, the SRS's scale): completion, timings
+"""E2/E3/E4 study on the configured LLM (default: the embedded local model) over the knowledge base of
+`harness.datasets.kb` (default the synthetic retail KB) and its queries (--max-queries of them, each query type in
+turn; 0 = all: 150 in the retail KB, the SRS's scale): completion, timings
 per stage, per-type accuracy, abstention, significance."""
 from __future__ import annotations
 
@@ -20,32 +21,31 @@ from harness.metrics.text import answer_match
 from harness.techniques.e2e4_reasoning import has_reasoning, specific_reasoning
 
 pytestmark = pytest.mark.benchmark
-KB = Path(__file__).resolve().parents[1] / "fixtures" / "retail_kb"
 FILES = {"e2": "e2_standard_rag.jsonl", "e3": "e3_filtered_rag.jsonl", "e4": "e4_reasoning_rag.jsonl"}
 
 
 @pytest.fixture(scope="module")
-def study(rag_uncached_llm, rag_embedder, rag_config, tmp_path_factory):
+def study(rag_uncached_llm, rag_embedder, rag_config, rag_kb, tmp_path_factory):
     """All three experiments over --max-queries of the KB's queries (0 = all 150); uncached (LLM and embedding
     vectors), since stage timings and total wall time are specs: a cached run would time cache lookups."""
     llm = rag_uncached_llm
-    total = len(load_experiment_inputs(KB).queries)
+    total = len(load_experiment_inputs(rag_kb).queries)
     out = rag_config.harness.report_dir / "e2e4"
     rag_embedder = rag_embedder.uncached()
     reranker = make_reranker(rag_config.harness.reranker, rag_embedder)
     t0 = time.perf_counter()
-    summary = run_experiments(KB, out, llm=llm, model=llm.label, log_dir=out / "logs", embedder=rag_embedder,
+    summary = run_experiments(rag_kb, out, llm=llm, model=llm.label, log_dir=out / "logs", embedder=rag_embedder,
                               reranker=reranker, db_uri=tmp_path_factory.mktemp("e2e4-db"), overwrite=True,
                               limit=rag_config.harness.max_queries or None, concurrency=llm.concurrency)
     wall = time.perf_counter() - t0
     selected = min(total, rag_config.harness.max_queries or total)
     return {"summary": summary, "wall": wall, "rows": {e: load_rows(out / f) for e, f in FILES.items()},
-            "selected": selected, "total": total,
+            "selected": selected, "total": total, "kb": rag_kb.name.split("-seed")[0],
             "model": llm.label, "reranker": reranker.name, "embedder_cache": "off", "concurrency": llm.concurrency}
 
 
 def _ctx(study, **kw):
-    return {"model": study["model"], "dataset": "retail_kb", "queries": f"{study['selected']} of {study['total']}",
+    return {"model": study["model"], "dataset": study["kb"], "queries": f"{study['selected']} of {study['total']}",
             "queries_used": study["selected"], "queries_available": study["total"], **kw}
 
 
@@ -118,7 +118,7 @@ def test_e4_abstains_on_negatives(study, rag_check):
 
 
 @pytest.fixture(scope="module")
-def negatives_study(rag_llm, rag_embedder, rag_config, rag_qa_set, tmp_path_factory):
+def negatives_study(rag_llm, rag_embedder, rag_config, rag_qa_set, rag_kb, tmp_path_factory):
     """E4 (the claim) and E2 (its baseline) over the retail KB asked questions it cannot answer: for each set of
     `harness.datasets.negatives` (default FreshQA's false-premise questions and SimpleQA), its first N
     (--max-queries) in file order, drawn on demand (a claim decided at an early look runs no more of them).
@@ -131,7 +131,7 @@ def negatives_study(rag_llm, rag_embedder, rag_config, rag_qa_set, tmp_path_fact
     from harness.techniques.e2e4 import EXPERIMENTS
 
     n = rag_config.harness.max_queries or None
-    services, _ = build_services(load_experiment_inputs(KB), llm=rag_llm, model=rag_llm.label, dry_run=False,
+    services, _ = build_services(load_experiment_inputs(rag_kb), llm=rag_llm, model=rag_llm.label, dry_run=False,
                                  db_uri=tmp_path_factory.mktemp("e2e4-negatives-db"), overwrite=True,
                                  embedder=rag_embedder, reranker=make_reranker(rag_config.harness.reranker, rag_embedder),
                                  log=logging.getLogger("rag_harness.e2e4.negatives"), config=rag_config)
@@ -151,7 +151,7 @@ def negatives_study(rag_llm, rag_embedder, rag_config, rag_qa_set, tmp_path_fact
         ds = rag_qa_set("negatives", name)
         pool = [i for i in ds.items if i.false_premise] or ds.items  # a set with false premises: those
         sets[ds.name] = LazyMap(one, pool[:n], rag_llm.concurrency, stage=f"e2-e4 on out-of-KB questions ({ds.name})")
-    return {"sets": sets, "model": rag_llm.label}
+    return {"sets": sets, "model": rag_llm.label, "kb": rag_kb.name.split("-seed")[0]}
 
 
 @pytest.mark.spec("E2E4-FR6-3-PUBLIC")
@@ -180,7 +180,7 @@ def test_e4_handles_public_out_of_kb_questions(negatives_study, rag_negatives_na
 
     rag_check_sequential("E2E4-FR6-3-PUBLIC", measure_at, questions.available, final=final,
                      model=negatives_study["model"], dataset=negatives, technique="e4",
-                     available=questions.available, kb="retail_kb (the questions are out of its scope)")
+                     available=questions.available, kb=f"{negatives_study['kb']} (the questions are out of its scope)")
 
 
 @pytest.mark.spec("E2E4-NFR-performance")
@@ -203,7 +203,7 @@ def test_success_rate(study, rag_check):
 
 
 @pytest.mark.spec("E2E4-FR2-3")
-def test_index_time(rag_embedder, tmp_path, rag_check):
+def test_index_time(rag_embedder, rag_kb, tmp_path, rag_check):
     from harness.retrieval.index.lancedb_store import LanceStore
     from harness.techniques.e2e4 import index_kb
 
@@ -213,25 +213,26 @@ def test_index_time(rag_embedder, tmp_path, rag_check):
 
     fresh.cache = EmbeddingCache(None)
     t0 = time.perf_counter()
-    stats = index_kb(load_experiment_inputs(KB), LanceStore(tmp_path / "db", "kb"), fresh)
+    stats = index_kb(load_experiment_inputs(rag_kb), LanceStore(tmp_path / "db", "kb"), fresh)
     rag_check("E2E4-FR2-3", time.perf_counter() - t0, chunks=stats.rows, encoded=stats.encoded, embedder=rag_embedder.name)
 
 
 @pytest.mark.spec("E2E4-FR3-1")
-def test_query_load_time(benchmark, rag_check):
+def test_query_load_time(benchmark, rag_kb, rag_check):
     from harness.data.experiment import load_queries_jsonl
 
-    qs = benchmark.pedantic(load_queries_jsonl, args=(KB / "queries.jsonl",), rounds=20, iterations=1)
-    assert len(qs) == 150
-    rag_check("E2E4-FR3-1", benchmark.stats.stats.max, median_s=benchmark.stats.stats.median)
+    qs = benchmark.pedantic(load_queries_jsonl, args=(rag_kb / "queries.jsonl",), rounds=20, iterations=1)
+    assert qs, f"{rag_kb / 'queries.jsonl'} has no queries"
+    rag_check("E2E4-FR3-1", benchmark.stats.stats.max, median_s=benchmark.stats.stats.median, queries=len(qs))
 
 
 @pytest.mark.spec("E2E4-FR7-1")
-def test_dry_run_time(tmp_path, rag_check):
+def test_dry_run_time(rag_kb, tmp_path, rag_check):
+    n = len(load_experiment_inputs(rag_kb).queries)
     t0 = time.perf_counter()
-    s = run_experiments(KB, tmp_path / "out", dry_run=True, log_dir=tmp_path / "logs")
-    assert s.written == {"e2": 150, "e3": 150, "e4": 150}
-    rag_check("E2E4-FR7-1", time.perf_counter() - t0, queries=150, experiments=3)
+    s = run_experiments(rag_kb, tmp_path / "out", dry_run=True, log_dir=tmp_path / "logs")
+    assert s.written == {"e2": n, "e3": n, "e4": n}
+    rag_check("E2E4-FR7-1", time.perf_counter() - t0, queries=n, experiments=3)
 
 
 # ---------------------------------------------------------------- hallucination and faithfulness (issue 19)
