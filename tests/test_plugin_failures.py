@@ -156,8 +156,8 @@ def test_a_bad_option_is_a_usage_error_naming_it(project, args, message):
 def test_an_unregistered_control_in_the_catalogue_is_a_usage_error(project):
     (project.path / "specs" / "demo.yaml").write_text(CATALOGUE.replace("    source: demo\n",
                                                                         "    source: demo\n    control: nope\n", 1))
-    project.makepyfile(test_ok='import pytest\n\n@pytest.mark.spec("FAIL-001")\ndef test_ok(check):\n'
-                               '    check("FAIL-001", True)\n')
+    project.makepyfile(test_ok='import pytest\n\n@pytest.mark.spec("FAIL-001")\ndef test_ok(rag_check):\n'
+                               '    rag_check("FAIL-001", True)\n')
     result = project.runpytest_subprocess("--negative-controls", "--spec-coverage", "off")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     assert "unknown negative control: spec FAIL-001 names 'nope'" in result.stderr.str()
@@ -166,14 +166,14 @@ def test_an_unregistered_control_in_the_catalogue_is_a_usage_error(project):
 def test_harness_config_is_read_from_the_current_folder(project, monkeypatch):
     sub = project.mkpydir("sub")
     (sub / "cfg.yaml").write_text("harness:\n  max_queries: 7\n")
-    (sub / "test_cfg.py").write_text("def test_cfg(harness_config):\n"
-                                     "    assert harness_config.harness.max_queries == 7\n")
+    (sub / "test_cfg.py").write_text("def test_cfg(rag_config):\n"
+                                     "    assert rag_config.harness.max_queries == 7\n")
     monkeypatch.chdir(sub)
     project.runpytest_subprocess("--harness-config", "cfg.yaml", "--spec-coverage", "off").assert_outcomes(passed=1)
 
 
 def test_max_queries_zero_means_all(project):
-    project.makepyfile(test_ok="def test_ok(harness_config):\n    assert harness_config.harness.max_queries == 0\n")
+    project.makepyfile(test_ok="def test_ok(rag_config):\n    assert rag_config.harness.max_queries == 0\n")
     project.runpytest_subprocess("--max-queries", "0", "--spec-coverage", "off").assert_outcomes(passed=1)
 
 

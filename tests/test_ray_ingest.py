@@ -63,8 +63,8 @@ def test_a_relative_index_uri_is_the_projects(pytester, uri, expected):
         import pytest
 
         @pytest.mark.unit
-        def test_where(harness_config):
-            assert harness_config.harness.index_db("d") == {expected.format(root=pytester.path)!r}
+        def test_where(rag_config):
+            assert rag_config.harness.index_db("d") == {expected.format(root=pytester.path)!r}
     """)
     pytester.runpytest_subprocess("--harness-config", "cfg.yaml", "-m", "unit").assert_outcomes(passed=1)
 

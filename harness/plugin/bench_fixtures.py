@@ -89,7 +89,7 @@ def rag_kb(rag_config: Any) -> Any:
     from harness.data.retail_kb import resolve_kb
 
     h = rag_config.harness
-    path = resolve_kb(h.datasets.kb, h.data_dir, h.cache_dir)
+    path = resolve_kb(h.datasets.kb or "retail_kb", h.data_dir, h.cache_dir)
     if not (path / "structure.json").is_file():
         pytest.fail(f"knowledge base {h.datasets.kb!r} not found: {path / 'structure.json'} does not exist (set "
                     "harness.datasets.kb to a folder of pages with structure.json and queries.jsonl)", pytrace=False)

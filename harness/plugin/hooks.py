@@ -94,6 +94,7 @@ def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "integration: real embedder and LanceDB, recorded LLM traffic.")
     config.addinivalue_line("markers", "benchmark: real data and live/local models; writes the report.")
     config.addinivalue_line("markers", "spec(*ids): bind a test to catalogue spec ids; the test is parametrised over them.")
+    config.addinivalue_line("markers", "rag_data(*families): the harness.datasets families a packaged claim reads.")
 
     from harness.plugin.options import check_models, check_options, project_spec_paths
 
@@ -159,7 +160,7 @@ def pytest_configure(config: pytest.Config) -> None:
     provenance.note_seed("harness.seed", hc.harness.seed)
 
 
-# fixtures that start a model or index a corpus: only for spec-bound, integration or benchmark tests
+# fixtures that start a model or index a corpus: refused to a unit-tier test that no spec binds
 HEAVY_FIXTURES = frozenset({
     "rag_llm", "rag_local_llm_server", "rag_judges", "rag_uncached_llm", "rag_corpus", "rag_index", "rag_retriever",
     "rag_dataset", "rag_dense_store", "rag_dense_retriever", "rag_bench_services", "rag_judge_agreement"})
@@ -247,12 +248,12 @@ def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config
     from harness.plugin.preflight import usage_error  # on an xdist worker it reaches the controller too
 
     heavy = [f"{item.nodeid} ({', '.join(sorted(HEAVY_FIXTURES & set(getattr(item, 'fixturenames', ()))))})"
-             for item in items if _bound_spec(item) is None and not _tiers(item) & {"integration", "benchmark"}
+             for item in items if _bound_spec(item) is None and _tiers(item) == {"unit"}
              and HEAVY_FIXTURES & set(getattr(item, "fixturenames", ()))]
     if heavy:
         raise usage_error(config,
-            "these tests ask for a fixture that starts a model or indexes a corpus, but are bound to no "
-            "spec (@pytest.mark.spec) and marked neither integration nor benchmark:\n  " + "\n  ".join(heavy))
+            "these unit-tier tests ask for a fixture that starts a model or indexes a corpus (the unit tier "
+            "starts none: mark them integration or benchmark, or bind them to a spec):\n  " + "\n  ".join(heavy))
     if untiered:
         raise usage_error(config,
             "tests without exactly one tier marker (unit/integration/benchmark):\n  "
@@ -267,9 +268,16 @@ def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config
         missing = [s.id for s in cat if cat.in_project(s.id) and s.id not in covered]
         if missing:
             raise usage_error(config, "catalogue ids with no test at their tier: " + ", ".join(missing))
-    from harness.plugin.protocol import select_tiers
+    from harness.plugin.protocol import select_tiers, without_data
 
+    without_data(config, items, harness_config_of(config).harness)
     select_tiers(config, items)
+
+
+def pytest_report_collectionfinish(config: pytest.Config) -> list[str]:
+    from harness.plugin.protocol import not_collected_lines
+
+    return not_collected_lines(config)
 
 
 def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> pytest.Module | None:

@@ -20,11 +20,13 @@ LLM, LOCAL_SERVER, JUDGES = "rag_llm", "rag_local_llm_server", "rag_judges"
 CORPUS, BEIR_DATASET, QA_SET, MCQ_SET = "rag_corpus", "rag_beir_dataset", "rag_qa_set", "rag_mcq_set"
 WORKER_USAGE_ERROR = "rag_harness_usage_error"  # the key of a worker's usage error in its workeroutput
 MAX_LINES = 10  # problems shown at most (then a count of the rest)
+_RAISED = pytest.StashKey[str]()  # a usage error already raised during collection
 
 
 def usage_error(config: pytest.Config, message: str) -> pytest.UsageError:
     """A usage error to raise during collection; on an xdist worker it is also handed to the controller."""
     text = f"rag-harness: {message}"
+    config.stash[_RAISED] = text  # pytest still calls pytest_collection_finish: it must not speak over this error
     workeroutput = getattr(config, "workeroutput", None)
     if workeroutput is not None:
         workeroutput[WORKER_USAGE_ERROR] = text
@@ -46,7 +48,7 @@ def pytest_collection_finish(session: pytest.Session):
     here, as it will be for the fixtures that reuse it)."""
     result = yield
     config = session.config
-    if config.option.collectonly or not session.items:
+    if config.option.collectonly or not session.items or _RAISED in config.stash:
         return result
     lines = local_model_problems(config, session.items) + dataset_problems(config, session.items)
     if lines:  # every problem at once, one line each
@@ -134,7 +136,11 @@ def needs_of(item: pytest.Item, h: Any) -> list[Need]:
         families += [("qa", "negatives", n) for n in d.negatives]
     if MCQ_SET in names:
         families.append(("mcq", "capability", d.capability))
-    needs += [Need(kind, h.dataset_path(n), f"harness.datasets.{f}", n in params) for kind, f, n in families]
+    from harness.plugin.protocol import families_of
+
+    named = set(families_of(item))  # the families a packaged claim reads are the ones it needs
+    needs += [Need(kind, h.dataset_path(n), f"harness.datasets.{f}", n in params or f in named)
+              for kind, f, n in families]
     return needs
 
 

@@ -70,6 +70,80 @@ def parametrize(metafunc: pytest.Metafunc, harness: Any) -> None:
         metafunc.parametrize("rag_negatives_name", names, ids=[dataset_label(n) for n in names])
 
 
+# ---------------------------------------------------------------- claims whose data the project does not have
+def _qa_present(harness: Any, name: str) -> bool:
+    return (harness.dataset_path(name) / "queries.jsonl").is_file()
+
+
+def _family_missing(harness: Any, family: str, item: pytest.Item) -> str | None:
+    """Why the data a packaged claim's family needs is not there (None: it is, or the family can make it)."""
+    d = harness.datasets
+    if family == "kb":
+        return None if d.kb else "harness.datasets.kb is not set (the E2-E4 study needs a knowledge base: a folder " \
+                                 "of your pages with structure.json and queries.jsonl, or retail_kb, the synthetic one)"
+    if family == "ret" and d.ret == "retail_kb":
+        return None
+    if family == "negatives":
+        callspec = getattr(item, "callspec", None)
+        names = [callspec.params["rag_negatives_name"]] if callspec and "rag_negatives_name" in callspec.params \
+            else list(d.negatives)
+        gone = [n for n in names if not _qa_present(harness, n)]
+        return f"harness.datasets.negatives: {', '.join(gone)} not under {harness.data_dir}" if gone else None
+    name = getattr(d, family)
+    if _qa_present(harness, name):
+        return None
+    return f"harness.datasets.{family} = {name}: no queries.jsonl under {harness.dataset_path(name)}"
+
+
+def families_of(item: pytest.Item) -> list[str]:
+    """The `harness.datasets` families a packaged claim reads: its `rag_data(...)` marks, and those its fixtures
+    imply (`rag_kb`: kb, `rag_judge_agreement`: judge, `rag_negatives_name`: negatives)."""
+    fams = [f for m in item.iter_markers("rag_data") for f in m.args]
+    names = set(getattr(item, "fixturenames", ()))
+    fams += [f for fixture, f in (("rag_kb", "kb"), ("rag_judge_agreement", "judge"),
+                                  ("rag_negatives_name", "negatives")) if fixture in names]
+    return list(dict.fromkeys(fams))
+
+
+def without_data(config: pytest.Config, items: list[pytest.Item], harness: Any) -> None:
+    """Deselect the packaged claims whose data the project neither has nor names: a family left at its default
+    whose set is not under the data directory, or no BEIR set at all for the retrieval claims. Each family is said
+    once at the top of the run (`rag-harness: not collected ...`). A set the configuration names and that is
+    missing stays selected, so the data check stops the run on it."""
+    explicit = harness.datasets.model_fields_set
+    dropped: list[pytest.Item] = []
+    reasons: dict[str, list[str]] = {}
+    for item in items:
+        if not is_protocol_module(Path(str(item.path))):
+            continue
+        why = None
+        callspec = getattr(item, "callspec", None)
+        if callspec is not None and callspec.params.get("rag_dataset_name") == NO_DATASET:
+            why = (f"no BEIR set (a folder with corpus.jsonl) under {harness.data_dir} and "
+                   "harness.datasets.retrieval not set")
+        for fam in families_of(item):
+            if why is None and fam not in explicit:
+                why = _family_missing(harness, fam, item)
+        if why:
+            dropped.append(item)
+            spec = callspec.params.get("rag_spec") if callspec is not None else None
+            reasons.setdefault(why, []).append(getattr(spec, "id", item.name))
+    if dropped:
+        keep = set(map(id, dropped))
+        items[:] = [i for i in items if id(i) not in keep]
+        config.hook.pytest_deselected(items=dropped)
+        config.stash[_NOT_COLLECTED_KEY] = [f"{', '.join(dict.fromkeys(ids))}: {why}" for why, ids in reasons.items()]
+
+
+_NOT_COLLECTED_KEY = pytest.StashKey[list]()
+
+
+def not_collected_lines(config: pytest.Config) -> list[str]:
+    lines = config.stash.get(_NOT_COLLECTED_KEY, [])
+    return ["rag-harness: packaged claims not collected, for want of data (name a set in your configuration to "
+            "run them):"] + [f"  {line}" for line in lines] if lines else []
+
+
 # ---------------------------------------------------------------- -m with the harness's tiers
 def _is_benchmark_settings(mark: Any) -> bool:
     """pytest-benchmark's `@pytest.mark.benchmark(group=..., min_rounds=...)` carries settings; the harness's

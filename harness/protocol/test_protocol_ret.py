@@ -28,7 +28,7 @@ from harness.techniques.ret_eval import (ArmRun, added_cost_ratio, added_latency
                                          top_coverage_hypothesis)
 from harness.types import Query, Trace
 
-pytestmark = pytest.mark.benchmark
+pytestmark = [pytest.mark.benchmark, pytest.mark.rag_data("ret")]
 KB = Path(__file__).resolve().parents[1] / "fixtures" / "retail_kb"
 
 

@@ -244,6 +244,7 @@ def test_latency_scales_with_complexity(rag_uncached_llm, rag_embedder, rag_make
           technique=pipe.name)
 
 
+@pytest.mark.rag_data("crag")
 @pytest.mark.spec("CRAG-005")
 def test_crag_open_qa(rag_spec, rag_qa_set, rag_llm, rag_embedder, rag_make_technique, rag_config, rag_check_sequential, rag_measure):
     """Open QA with a corpus (default halueval-qa; queries carry gold `answers`): plain RAG over the internal
