@@ -21,8 +21,11 @@ COMMAND = ("-m", "benchmark", "--rag-protocol", "--llm", "scripted/bikeshop")
 
 
 @pytest.fixture
-def project(pytester: pytest.Pytester) -> pytest.Pytester:
+def project(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> pytest.Pytester:
     shutil.copytree(PROJECT, pytester.path, dirs_exist_ok=True)
+    for name in ("PYTEST_XDIST_WORKER", "PYTEST_XDIST_WORKER_COUNT", "PYTEST_XDIST_TESTRUNUID"):
+        # under an outer xdist run the child would read itself as a worker (pytest-benchmark then warns)
+        monkeypatch.delenv(name, raising=False)
     return pytester
 
 
