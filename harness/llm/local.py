@@ -237,8 +237,11 @@ class LocalModelServer:
         cmd = [sys.executable, "-m", "harness.llm.serve_gguf", str(self.path), "--alias", self.alias,
                "--port", str(self.port), "--ctx", str(self.n_ctx), "--threads", str(self.n_threads),
                "--parallel", str(self.parallel)]
-        log = open(self.log_path, "ab") if self.log_path else subprocess.DEVNULL  # noqa: SIM115
-        self.proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT)
+        if self.log_path:
+            with open(self.log_path, "ab") as log:  # the server keeps its own copy of the handle; ours is closed
+                self.proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT)
+        else:
+            self.proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT)
         deadline = time.monotonic() + self.startup_timeout_s
         while time.monotonic() < deadline:
             if self.proc.poll() is not None:

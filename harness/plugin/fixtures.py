@@ -120,6 +120,11 @@ def rag_check(request: pytest.FixtureRequest) -> Callable[..., Any]:
             if effect is not None:
                 record["effect"] = effect.as_context()
         context = dict(context)
+        param = getattr(getattr(request.node, "callspec", None), "params", {}).get("rag_dataset_name")
+        if isinstance(param, str) and not context.get("dataset"):  # the set the test instance was run on
+            from harness.plugin.protocol import dataset_label
+
+            context["dataset"] = dataset_label(param)
         if context.get("judge_reliability"):
             from harness.judge.reliability import hold_on_unreliable_judge
 

@@ -171,12 +171,11 @@ def test_fusion_ranking_stability(rag_uncached_llm, rag_make_technique, rag_benc
 def test_rewrite_recall(rag_make_technique, rag_bench_services, rag_bench_queries, rag_dataset, dense_arm, rag_config,
                         rag_check_sequential, rag_measure):
     arm = rag_make_technique("query-rewriting", rag_bench_services, k=10).lazy_arm(rag_bench_queries)
-    out = _compare(rag_check_sequential, "QRW-003", rag_dataset, dense_arm, arm, measure=rag_measure,
+    _compare(rag_check_sequential, "QRW-003", rag_dataset, dense_arm, arm, measure=rag_measure,
                    harness_config=rag_config)
     drawn = arm.upto(arm.drawn)
     rag_measure("rewrites_differing_from_original", sum(r.detail["rewritten"] != r.query for r in drawn.results),
             dataset=rag_dataset.name, model=drawn.model, n=len(drawn.results))
-    return out
 
 
 def _answer(llm, query: str, hits) -> str:
@@ -241,7 +240,7 @@ def test_latency_scales_with_complexity(rag_uncached_llm, rag_embedder, rag_make
     for k, v in med.items():
         rag_measure(f"wsop_{k}_median_s", v, dataset=rag_dataset.name, model=rag_uncached_llm.label)
     rag_check("WSOP-006", med["simple"] < med["moderate"] < med["complex"], medians=med, n=5, model=rag_uncached_llm.label,
-          technique=pipe.name)
+              technique=pipe.name, dataset=rag_dataset.name)
 
 
 @pytest.mark.rag_data("crag")
