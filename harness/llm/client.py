@@ -197,6 +197,10 @@ class LLMClient:
             kwargs["api_base"] = self.api_base
         if self.api_key:
             kwargs["api_key"] = self.api_key
+        if self.api_base and self.api_key and self.model.startswith("openai/"):  # one client, closed with the run
+            from harness.llm._litellm import openai_client
+
+            kwargs["client"] = openai_client(self.api_base, self.api_key)
         last: BaseException | None = None
         status: int | None = None
         attempt, waits = 0, 0

@@ -445,3 +445,12 @@ def _install_progress(config: pytest.Config) -> None:
     cm = reporting(ProgressReporter(write, tty=tty, spend=spend_of(config)))
     cm.__enter__()
     config.add_cleanup(lambda: cm.__exit__(None, None, None))
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_unconfigure(config: pytest.Config) -> None:
+    """Close the HTTP clients litellm kept (an API model's too): an unclosed socket collected at exit is a
+    warning, and an error in a project whose warnings are errors."""
+    from harness.llm._litellm import close_clients
+
+    close_clients()

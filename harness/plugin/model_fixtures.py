@@ -30,10 +30,15 @@ def rag_local_llm_server(request: pytest.FixtureRequest, rag_config: HarnessConf
         return
     log = rag_config.harness.report_dir / "llama_server.log"
     log.parent.mkdir(parents=True, exist_ok=True)
+    from harness.llm._litellm import close_clients
+
     with LocalModelServer(model.split("/", 1)[1], log_path=log,
                           parallel=rag_config.harness.llm.local_parallel,
                           n_threads=rag_config.harness.llm.local_threads) as server:
-        yield server
+        try:
+            yield server
+        finally:
+            close_clients()  # no connection to the server outlives it
 
 
 @pytest.fixture(scope="session")
