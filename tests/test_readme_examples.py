@@ -149,6 +149,7 @@ def test_own_qa_set_config_loads_as_written(tmp_path: Path):
     assert h.dataset_path(h.datasets.crag) == Path("/data/my-sets/my-support-qa")
     assert h.dataset_path(h.datasets.ret) == Path("/elsewhere/my-mcq-qa")
     assert h.datasets.retrieval == ["my-support-qa"] and h.datasets.negatives == ["freshqa", "simpleqa"]
+    assert h.dataset_path(h.datasets.kb) == Path("/data/my-sets/my-kb")
 
 
 @pytest.mark.unit
