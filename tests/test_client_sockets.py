@@ -35,7 +35,7 @@ def test_the_client_is_handed_to_litellm_only_with_an_endpoint_and_a_key(monkeyp
     monkeypatch.setattr(_litellm.litellm(), "completion", fake_completion)
     for kw in ({"api_base": "http://127.0.0.1:9/v1", "api_key": "sk-local"}, {"api_base": "http://127.0.0.1:9/v1"},
                {"api_key": "sk-x"}):
-        with pytest.raises(Exception):
+        with pytest.raises(Exception, match="stop here"):  # noqa: B017 - whichever error the client wraps it in
             LLMClient("openai/m", max_attempts=1, **kw).complete("hi")
     assert ["client" in k for k in seen] == [True, False, False]
     _litellm.close_clients()

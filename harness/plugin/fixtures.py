@@ -64,6 +64,17 @@ def failure_context(context: dict[str, Any]) -> str:
                    if context.get(k) is not None)
 
 
+def _spec_or_fail(cat: Catalogue, spec_id: str) -> Spec:
+    """The catalogue's spec, or the test fails in one line naming the id and the nearest one."""
+    if spec_id in cat:
+        return cat[spec_id]
+    from difflib import get_close_matches
+
+    near = get_close_matches(str(spec_id), [s.id for s in cat], n=1)
+    pytest.fail(f"rag-harness: spec id {spec_id!r} is not in the catalogue"
+                + (f" (did you mean {near[0]!r}?)" if near else ""), pytrace=False)
+
+
 @pytest.fixture
 def rag_check(request: pytest.FixtureRequest) -> Callable[..., Any]:
     """`check(spec_id, value, **context)`: decide a measured value against its catalogue spec.
@@ -85,7 +96,7 @@ def rag_check(request: pytest.FixtureRequest) -> Callable[..., Any]:
         from harness.stats.effect import Effect
         from harness.stats.verdict import below_min_n, decide, decide_estimate
 
-        s = cat[spec_id]
+        s = _spec_or_fail(cat, spec_id)
         if estimating(request.config):  # the stand-in's answers are not the model's: nothing to judge
             pytest.skip(f"cost estimate run: {s.id} not judged (its LLM calls up to here are counted)")
         effect = value if isinstance(value, Effect) else None
@@ -170,7 +181,7 @@ def rag_check_sequential(request: pytest.FixtureRequest, rag_check: Callable[...
 
     def _run(spec_id: str, measure_at: Callable[[int, float], tuple[Any, dict]], n_max: int, *,
              final: Callable[[int], dict] | None = None, **context: Any) -> Any:
-        s = cat[spec_id]
+        s = _spec_or_fail(cat, spec_id)
         if not s.comparative:
             raise TypeError(f"{s.id} is decided by its {s.decision.describe()}: only ci/test claims are sequential")
         if n_max < 2:

@@ -160,12 +160,6 @@ def pytest_configure(config: pytest.Config) -> None:
     provenance.note_seed("harness.seed", hc.harness.seed)
 
 
-# fixtures that start a model or index a corpus: refused to a unit-tier test that no spec binds
-HEAVY_FIXTURES = frozenset({
-    "rag_llm", "rag_local_llm_server", "rag_judges", "rag_uncached_llm", "rag_corpus", "rag_index", "rag_retriever",
-    "rag_dataset", "rag_dense_store", "rag_dense_retriever", "rag_bench_services", "rag_judge_agreement"})
-
-
 # ---------------------------------------------------------------- binding tests to specs
 def _dataset_of(item: pytest.Item) -> str:
     """The configured dataset a protocol claim's test instance measures (its `rag_dataset_name`), or ''."""
@@ -247,13 +241,6 @@ def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config
             item.add_marker(pytest.mark.block_network)
     from harness.plugin.preflight import usage_error  # on an xdist worker it reaches the controller too
 
-    heavy = [f"{item.nodeid} ({', '.join(sorted(HEAVY_FIXTURES & set(getattr(item, 'fixturenames', ()))))})"
-             for item in items if _bound_spec(item) is None and _tiers(item) == {"unit"}
-             and HEAVY_FIXTURES & set(getattr(item, "fixturenames", ()))]
-    if heavy:
-        raise usage_error(config,
-            "these unit-tier tests ask for a fixture that starts a model or indexes a corpus (the unit tier "
-            "starts none: mark them integration or benchmark, or bind them to a spec):\n  " + "\n  ".join(heavy))
     if untiered:
         raise usage_error(config,
             "tests without exactly one tier marker (unit/integration/benchmark):\n  "

@@ -13,11 +13,12 @@ from typing import Any, Iterable
 
 import pytest
 
-from harness.plugin.state import estimating, harness_config_of, loaded_sets
+from harness.plugin.state import estimating, harness_config_of, loaded_sets, tiers_of
 
 # the plugin's fixtures whose use in a selected test's closure the checks read (one place, for a rename)
 LLM, LOCAL_SERVER, JUDGES = "rag_llm", "rag_local_llm_server", "rag_judges"
 CORPUS, BEIR_DATASET, QA_SET, MCQ_SET = "rag_corpus", "rag_beir_dataset", "rag_qa_set", "rag_mcq_set"
+LAZY_LLM = frozenset({"rag_technique_services", "rag_make_technique", "rag_bench_services", "rag_uncached_llm"})
 WORKER_USAGE_ERROR = "rag_harness_usage_error"  # the key of a worker's usage error in its workeroutput
 MAX_LINES = 10  # problems shown at most (then a count of the rest)
 _RAISED = pytest.StashKey[str]()  # a usage error already raised during collection
@@ -50,11 +51,31 @@ def pytest_collection_finish(session: pytest.Session):
     config = session.config
     if config.option.collectonly or not session.items or _RAISED in config.stash:
         return result
+    heavy = heavy_in_unit(session.items)
+    if heavy:
+        raise usage_error(config, heavy)
     lines = local_model_problems(config, session.items) + dataset_problems(config, session.items)
     if lines:  # every problem at once, one line each
         shown = lines[:MAX_LINES] + ([f"... and {len(lines) - MAX_LINES} more"] if len(lines) > MAX_LINES else [])
         raise usage_error(config, "\n  ".join(shown))
     return result
+
+
+# fixtures that start a model or index a corpus: refused to a selected unit-tier test that no spec binds
+HEAVY_FIXTURES = frozenset({
+    "rag_llm", "rag_local_llm_server", "rag_judges", "rag_uncached_llm", "rag_corpus", "rag_index", "rag_retriever",
+    "rag_dataset", "rag_dense_store", "rag_dense_retriever", "rag_bench_services", "rag_judge_agreement"})
+
+
+def heavy_in_unit(items: Iterable[pytest.Item]) -> str:
+    """The selected unit-tier tests, bound to no spec, that ask for a fixture that starts a model or indexes a
+    corpus (the unit tier starts none), as one message; '' when there are none."""
+    from harness.plugin.state import bound_spec
+
+    heavy = [f"{item.nodeid} ({', '.join(sorted(HEAVY_FIXTURES & _fixtures(item)))})" for item in items
+             if bound_spec(item) is None and tiers_of(item) == {"unit"} and HEAVY_FIXTURES & _fixtures(item)]
+    return ("these unit-tier tests ask for a fixture that starts a model or indexes a corpus (the unit tier starts "
+            "none: mark them integration or benchmark, or bind them to a spec):\n  " + "\n  ".join(heavy)) if heavy else ""
 
 
 def _fixtures(item: pytest.Item) -> set[str]:
@@ -76,7 +97,9 @@ def local_model_problems(config: pytest.Config, items: Iterable[pytest.Item]) ->
     users: dict[str, list[str]] = {}
     for item in items:
         names = _fixtures(item)
-        models = [h.llm.model] if names & {LLM, LOCAL_SERVER} else []
+        # a benchmark-tier test reaches the LLM lazily too, through the services techniques are built on
+        lazy = names & LAZY_LLM and "benchmark" in tiers_of(item)
+        models = [h.llm.model] if names & {LLM, LOCAL_SERVER} or lazy else []
         if JUDGES in names:
             models += list(h.judge.models) or [h.llm.model]
         for model in dict.fromkeys(models):
@@ -128,6 +151,9 @@ def needs_of(item: pytest.Item, h: Any) -> list[Need]:
         needs.append(Need("beir", h.dataset_path(h.corpus), "harness.corpus", True))
     if BEIR_DATASET in names:
         sets, given = _beir_sets(h)
+        mine = callspec.params.get("rag_dataset_name") if callspec is not None else None
+        if isinstance(mine, str):  # a claim's instance loads the one set it was parametrised with
+            sets = [mine]
         needs += [Need("beir", h.dataset_path(n), "harness.datasets.retrieval" if given else "a BEIR set under harness.data_dir",
                        given or n in params) for n in sets]
     families: list[tuple[str, str, str]] = []
@@ -166,14 +192,24 @@ def dataset_problems(config: pytest.Config, items: Iterable[pytest.Item]) -> lis
     for (kind, path), nodeids in users.items():
         if not path.is_dir():
             if (kind, path) in required:
-                lines.append(f"{path}: dataset folder not found ({required[kind, path]}; set --data-dir or "
-                             f"{required[kind, path]}, or deselect the tests that need it), needed by {_who(nodeids)}")
+                lines.append(f"{path}: dataset folder not found{_near(path)} ({required[kind, path]}; set --data-dir "
+                             f"or {required[kind, path]}, or deselect the tests that need it), needed by "
+                             f"{_who(nodeids)}")
             continue
         shown = _first_per_file(sets.problems(kind, path))
         if shown:
             lines.append(f"{shown[0]} [{settings[kind, path]}, needed by {_who(nodeids)}]")
             lines += shown[1:]
     return lines
+
+
+def _near(path: Path) -> str:
+    """` (did you mean 'x'?)` for the nearest folder beside a missing one, or ''."""
+    from difflib import get_close_matches
+
+    siblings = [p.name for p in path.parent.iterdir() if p.is_dir()] if path.parent.is_dir() else []
+    near = get_close_matches(path.name, siblings, n=1)
+    return f" (did you mean {near[0]!r}?)" if near else ""
 
 
 def _first_per_file(errors: list[Any]) -> list[str]:

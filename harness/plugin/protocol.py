@@ -108,13 +108,16 @@ def families_of(item: pytest.Item) -> list[str]:
 def without_data(config: pytest.Config, items: list[pytest.Item], harness: Any) -> None:
     """Deselect the packaged claims whose data the project neither has nor names: a family left at its default
     whose set is not under the data directory, or no BEIR set at all for the retrieval claims. Each family is said
-    once at the top of the run (`rag-harness: not collected ...`). A set the configuration names and that is
+    once at the top of the run (`rag-harness: packaged claims deselected ...`). A set the configuration names and that is
     missing stays selected, so the data check stops the run on it."""
     explicit = harness.datasets.model_fields_set
     dropped: list[pytest.Item] = []
     reasons: dict[str, list[str]] = {}
+    wanted = _selected_by_m_and_k(config)
     for item in items:
         if not is_protocol_module(Path(str(item.path))):
+            continue
+        if not wanted(item):  # -m or -k leaves it out anyway: nothing to say about its data
             continue
         why = None
         callspec = getattr(item, "callspec", None)
@@ -138,9 +141,25 @@ def without_data(config: pytest.Config, items: list[pytest.Item], harness: Any) 
 _NOT_COLLECTED_KEY = pytest.StashKey[list]()
 
 
+def _selected_by_m_and_k(config: pytest.Config) -> Any:
+    """A predicate: would pytest's own `-m` and `-k` keep this item (read here, before they are applied)."""
+    from _pytest.mark import KeywordMatcher, MarkMatcher, _parse_expression
+
+    m_text, k_text = config.getoption("markexpr", ""), config.getoption("keyword", "")
+    m_expr = _parse_expression(m_text, "Wrong expression passed to '-m'") if m_text else None
+    k_expr = _parse_expression(k_text, "Wrong expression passed to '-k'") if k_text else None
+
+    def wanted(item: pytest.Item) -> bool:
+        if m_expr is not None and not m_expr.evaluate(MarkMatcher.from_markers(item.iter_markers())):
+            return False
+        return k_expr is None or k_expr.evaluate(KeywordMatcher.from_item(item))
+
+    return wanted
+
+
 def not_collected_lines(config: pytest.Config) -> list[str]:
     lines = config.stash.get(_NOT_COLLECTED_KEY, [])
-    return ["rag-harness: packaged claims not collected, for want of data (name a set in your configuration to "
+    return ["rag-harness: packaged claims deselected, for want of data (name a set in your configuration to "
             "run them):"] + [f"  {line}" for line in lines] if lines else []
 
 
