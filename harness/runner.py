@@ -19,12 +19,13 @@ from harness.parallel import ordered_map
 from harness.progress import progress
 from harness.config import HarnessConfig
 from harness.retrieval import Retriever
-from harness.techniques.e2e4 import EXPERIMENTS, Services, chunk_record, dry_run_responder, index_kb
-from harness.techniques.registry import Services as TechniqueServices, build_technique
+from harness.techniques.e2e4 import EXPERIMENTS, chunk_record, dry_run_responder, index_kb
+from harness.techniques.registry import Services, build_technique
 from harness.types import Query
 
 LOG_NAME = "rag_harness.e2e4"
 TECHNIQUE_OF = {"e2": "e2-standard", "e3": "e3-filtered", "e4": "e4-reasoning"}  # experiment -> registered name
+DRY_RUN_MODEL = "scripted/e2e4-dry-run"  # the model a dry run records (its LLM's label)
 REQUIRED = ("query_id", "experiment", "query", "retrieved_chunks", "llm_answer", "ground_truth", "context_reference",
             "metadata", "retrieval_time_ms", "llm_time_ms", "total_time_ms", "model", "dry_run")
 
@@ -111,8 +112,8 @@ def build_services(inputs: ExperimentInputs, *, llm: LLMClient | None, model: st
 
         embedder = embedder or HashingEmbedder(384)
         reranker = reranker or SentenceMaxSimReranker(embedder, sentence_weight=0.0)
-        llm = LLMClient(register("e2e4-dry-run", dry_run_responder()), label="scripted/e2e4-dry-run")
-        model = "scripted/e2e4-dry-run"
+        llm = LLMClient(register("e2e4-dry-run", dry_run_responder()), label=DRY_RUN_MODEL)
+        model = DRY_RUN_MODEL
     else:
         if llm is None:
             raise RunHalted("no LLM configured: pass --model (a litellm model string) or use --dry-run")
@@ -138,7 +139,7 @@ def build_services(inputs: ExperimentInputs, *, llm: LLMClient | None, model: st
         raise RunHalted(f"vector store failure at {db_uri}: {exc}") from exc
     log.info("Indexed %d chunks in %.1fs (skipped=%s, encoded=%d)", stats.rows, stats.seconds, stats.skipped,
              stats.encoded)
-    return Services(store, embedder, reranker, llm, model, dry_run), stats
+    return Services(config, retriever=Retriever(store, embedder), embedder=embedder, reranker=reranker, llm=llm), stats
 
 
 def run_experiments(kb_dir: str | Path, out_dir: str | Path, *, experiments: Sequence[str] = ("e2", "e3", "e4"),
@@ -168,11 +169,11 @@ def run_experiments(kb_dir: str | Path, out_dir: str | Path, *, experiments: Seq
                                      db_uri=db_uri or out / ".lancedb", overwrite=overwrite,
                                      embedder=embedder, reranker=reranker, log=log, config=config)
     summary = RunSummary(index_seconds=stats.seconds, chunks=stats.rows)
-    technique_services = TechniqueServices(config or HarnessConfig(), retriever=Retriever(services.store, services.embedder),
-                                           embedder=services.embedder, reranker=services.reranker, llm=services.llm)
+    # the model the rows record: the dry-run model where build_services answered with it, else the one given
+    model = DRY_RUN_MODEL if getattr(services.llm, "label", None) == DRY_RUN_MODEL else model
     techniques, files, done_by, todo = {}, {}, {}, []
     for name in experiments:
-        techniques[name] = build_technique(TECHNIQUE_OF.get(name, name), technique_services)
+        techniques[name] = build_technique(TECHNIQUE_OF.get(name, name), services)
         path = out / EXPERIMENTS[name].output
         if overwrite and path.exists():
             path.unlink()
@@ -247,7 +248,7 @@ def run_experiments(kb_dir: str | Path, out_dir: str | Path, *, experiments: Seq
                "retrieval_time_ms": round(o.detail["retrieval_ms"], 3),
                "llm_time_ms": round(o.detail["llm_ms"], 3),
                "total_time_ms": round((time.perf_counter() - t0) * 1000, 3),
-               "model": services.model, "dry_run": dry_run, "structured_output": o.detail["structured"]}
+               "model": model, "dry_run": dry_run, "structured_output": o.detail["structured"]}
         if o.detail["rerank_ms"] is not None:
             row["rerank_time_ms"] = round(o.detail["rerank_ms"], 3)
         with lock:  # one whole fsync'ed line per result, never interleaved

@@ -58,7 +58,7 @@ def test_batches_are_appended_and_equal_a_one_shot_encoding(tmp_path):
     ref = HashingEmbedder(64).encode([d.full_text for d in docs])
     order = [int(i[1:]) for i in ids]
     assert np.allclose(vecs, ref[order])
-    assert store._manifest_get() == "fp"
+    assert store.stored_fingerprint() == "fp"
 
 
 @pytest.mark.unit
@@ -67,7 +67,7 @@ def test_a_run_that_dies_is_resumed_encoding_only_what_is_missing(tmp_path):
     store = LanceStore(tmp_path, "c")
     with pytest.raises(RuntimeError, match="died"):
         ingest(store, iter(docs), Counting(fail_after=2), fingerprint="fp", batch=5)
-    assert len(store) == 10 and store._manifest_get() == PARTIAL + "fp"
+    assert len(store) == 10 and store.stored_fingerprint() == PARTIAL + "fp"
     emb = Counting()
     st = ingest(LanceStore(tmp_path, "c"), iter(docs), emb, fingerprint="fp", batch=5)
     assert (st.resumed, st.already_stored, st.encoded, emb.texts) == (True, 10, 13, 13)
@@ -155,7 +155,7 @@ def test_kill_9_mid_ingestion_then_rerun_leaves_every_passage_once(tmp_path):
         proc.wait()
     assert proc.returncode == -signal.SIGKILL
     store = LanceStore(tmp_path / "db", "c")
-    assert len(store) == 30 and store._manifest_get().startswith(PARTIAL)
+    assert len(store) == 30 and store.stored_fingerprint().startswith(PARTIAL)
     emb = Counting()
     st = ingest(store, iter_corpus(corpus), emb, fingerprint=file_fingerprint(emb.name, corpus), batch=10)
     assert (st.resumed, st.already_stored, emb.texts) == (True, 30, 65)

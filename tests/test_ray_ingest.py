@@ -3,6 +3,7 @@ and written to Lance from the workers gives the single-process table (same ids, 
 cosine >= 0.99999), marked complete so the benchmark tier opens it by URI and encodes nothing."""
 from __future__ import annotations
 
+import hashlib
 import json
 from pathlib import Path
 
@@ -14,8 +15,9 @@ from harness.config import HarnessSettings, load_config
 from harness.data.beir import iter_corpus, load_beir
 from harness.retrieval.embed import HashingEmbedder, NoCache
 from harness.retrieval.index.ingest_probe import write_corpus
-from harness.retrieval.index.lancedb_store import LanceStore, _as_rows, content_fingerprint
-from harness.retrieval.index.ray_ingest import RayIngestStats, _Fingerprint, table_uri
+from harness.retrieval.index.lancedb_store import LanceStore
+from harness.retrieval.index.ray_ingest import RayIngestStats, table_uri
+from harness.retrieval.index.rows import Fingerprint, as_rows, content_fingerprint
 from harness.types import Document
 
 pytest_plugins = ["pytester"]
@@ -26,12 +28,17 @@ QUIET = pytest.mark.filterwarnings("ignore:lance is not fork-safe:UserWarning")
 @pytest.mark.unit
 def test_fingerprint_fed_in_parts_is_the_single_process_fingerprint():
     docs = [Document(id=f"d{i}", text=f"text {i}", title="T" if i % 2 else "", metadata={"k": i}) for i in range(7)]
-    fp = _Fingerprint("hashing-64")
-    fp.update(_as_rows(docs[:3]))
-    fp.update(_as_rows(docs[3:]))
-    assert fp.hexdigest() == content_fingerprint("hashing-64", _as_rows(docs))
-    other = _Fingerprint("hashing-64")
-    other.update(_as_rows(docs[:6]))  # a passage short: another table
+    fp = Fingerprint("hashing-64")
+    fp.update(as_rows(docs[:3]))
+    fp.update(as_rows(docs[3:]))
+    assert fp.hexdigest() == content_fingerprint("hashing-64", as_rows(docs))
+    h = hashlib.sha256(b"hashing-64")  # by hand: the digest tables indexed before are marked with
+    for d in docs:
+        meta = json.dumps({"title": d.title, **d.metadata}, sort_keys=True)
+        h.update(b"\x00" + d.id.encode() + b"\x01" + d.full_text.encode() + b"\x02" + meta.encode())
+    assert fp.hexdigest() == h.hexdigest()
+    other = Fingerprint("hashing-64")
+    other.update(as_rows(docs[:6]))  # a passage short: another table
     assert other.hexdigest() != fp.hexdigest()
 
 
@@ -94,7 +101,7 @@ def _assert_same_table(ray_store: LanceStore, one_store: LanceStore, n: int) -> 
     assert worst >= 0.99999, worst
     texts = dict(zip(*[ray_store.table.to_arrow().column(c).to_pylist() for c in ("id", "text")]))
     assert texts == dict(zip(*[one_store.table.to_arrow().column(c).to_pylist() for c in ("id", "text")]))
-    assert ray_store._manifest_get() == one_store._manifest_get()  # complete, with the same fingerprint
+    assert ray_store.stored_fingerprint() == one_store.stored_fingerprint()  # complete, with the same fingerprint
     return worst
 
 

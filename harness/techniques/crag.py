@@ -2,22 +2,22 @@
 refinement, and web-search fallback on INCORRECT / both sources on AMBIGUOUS."""
 from __future__ import annotations
 
-import json
 import re
-import urllib.parse
-import urllib.request
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass, field
-from typing import Callable, Iterator, Protocol, Sequence
+from typing import Any, Callable, Iterator, Sequence
 
 import numpy as np
 
+from harness.config import CragConfig
 from harness.retrieval.chunking import knowledge_strips
+from harness.retrieval.web import LocalWebSearch, SearxngWebSearch, WebSearch  # noqa: F401 - re-exported
 from harness.llm.client import LLMClient, LLMError
 from harness.prompts import load_prompts, render
 from harness.techniques.generation import try_complete
-from harness.types import Hit, Trace
+from harness.techniques.registry import Technique, TechniqueResult, register_technique
+from harness.types import Hit, Query, Trace
 
 CORRECT, INCORRECT, AMBIGUOUS = "CORRECT", "INCORRECT", "AMBIGUOUS"
 # the trace an LLM-judge scorer charges its calls to (set around evaluation and refinement; a scorer keeps the
@@ -34,38 +34,6 @@ def charging(trace: Trace | None) -> Iterator[None]:
     finally:
         _CHARGED.reset(token)
 Scorer = Callable[[str, Sequence[str]], np.ndarray]  # (query, texts) -> relevance in [0, 1]
-
-
-class WebSearch(Protocol):
-    def search(self, query: str, num_results: int = 10) -> list[Hit]: ...
-
-
-class LocalWebSearch:
-    """A second corpus standing in for the web (any retriever, e.g. a second LanceDB table)."""
-
-    def __init__(self, retriever, *, domain: str = "web.local"):
-        self.retriever, self.domain, self.calls = retriever, domain, 0
-
-    def search(self, query: str, num_results: int = 10) -> list[Hit]:
-        self.calls += 1
-        return [Hit(h.id, h.score, h.text, {**h.metadata, "source": "web", "domain": self.domain})
-                for h in self.retriever.retrieve(query, num_results)]
-
-
-class SearxngWebSearch:
-    """A live backend: a SearXNG instance's JSON API (`/search?format=json`). Off by default."""
-
-    def __init__(self, base_url: str, *, timeout_s: float = 10.0):
-        self.base_url, self.timeout_s, self.calls = base_url.rstrip("/"), timeout_s, 0
-
-    def search(self, query: str, num_results: int = 10) -> list[Hit]:
-        self.calls += 1
-        url = f"{self.base_url}/search?" + urllib.parse.urlencode({"q": query, "format": "json"})
-        with urllib.request.urlopen(url, timeout=self.timeout_s) as r:  # noqa: S310 - user-configured URL
-            results = json.load(r).get("results", [])[:num_results]
-        return [Hit(res.get("url", f"web-{i}"), 1.0 / (i + 1), f"{res.get('title', '')}. {res.get('content', '')}",
-                    {"source": "web", "domain": urllib.parse.urlparse(res.get("url", "")).netloc})
-                for i, res in enumerate(results)]
 
 
 def reranker_scorer(reranker) -> Scorer:
@@ -207,3 +175,39 @@ class CRAG:
                 answer = (try_complete(self.llm, render(self.template, context=ref.text, query=query), max_tokens=128,
                                        trace=trace, error_event="generate_error") or "").strip()
         return CragResult(answer, action, conf, ref.text, sources, ref, trace)
+
+
+# ---------------------------------------------------------------- the registered technique
+class CragParams(CragConfig):
+    k: int = 5
+    max_web_results: int = 10
+    ambiguous_web_results: int = 5
+    generate: bool = True
+
+
+def crag_scorer(params: CragConfig, services) -> Any:
+    """`crag.scorer`: the (calibrated) reranker, or an LLM judge answering yes/no."""
+    if params.scorer == "llm":
+        return llm_judge_scorer(services.require("llm"))
+    return reranker_scorer(services.require("reranker"))
+
+
+@register_technique
+class CRAGTechnique(Technique):
+    name, role = "crag", "crag"
+    summary = "Corrective RAG: evaluate retrieval, refine, fall back to web search (Yan et al. 2024)"
+    Params, config_section = CragParams, "wsop.crag"
+
+    def setup(self) -> None:
+        p, s = self.params, self.services
+        evaluator = RetrievalEvaluator(crag_scorer(p, s), upper_threshold=p.upper_threshold,
+                                       lower_threshold=p.lower_threshold)
+        self.crag = CRAG(s.require("retriever"), s.require("web"), evaluator, s.require("llm") if p.generate else None,
+                         strip_threshold=p.strip_threshold, k=p.k, max_web_results=p.max_web_results,
+                         ambiguous_web_results=p.ambiguous_web_results)
+
+    def _run(self, query: Query, trace: Trace) -> TechniqueResult:
+        res = self.crag.run(query.text, trace, generate=self.params.generate)
+        return self.result(query, res.sources, trace, res.answer if self.params.generate else None,
+                           action=res.action, confidence=res.confidence, context=res.context,
+                           refinement=res.refinement)

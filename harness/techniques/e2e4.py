@@ -13,14 +13,15 @@ import time
 from dataclasses import dataclass
 from typing import Any, Callable
 
-from pydantic import BaseModel
+from pydantic import BaseModel, ConfigDict
 
 from harness.retrieval.chunking import chunk_markdown
 from harness.data.experiment import ExperimentInputs, QueryInput
 from harness.retrieval.index.lancedb_store import IndexStats, LanceStore
-from harness.llm.client import LLMClient, StructuredOutputError, extract_json
+from harness.llm.client import StructuredOutputError, extract_json
 from harness.prompts import load_prompts, render
-from harness.types import Hit, Trace
+from harness.techniques.registry import Services, Technique, TechniqueResult, register_technique
+from harness.types import Hit, Query, Trace
 
 
 class E2Response(BaseModel):
@@ -30,18 +31,6 @@ class E2Response(BaseModel):
 class E4Response(BaseModel):
     reasoning_steps: str
     answer: str
-
-
-@dataclass
-class Services:
-    """Everything a pipeline needs, initialised before the first query (FR1)."""
-
-    store: LanceStore
-    embedder: Any
-    reranker: Any
-    llm: LLMClient
-    model: str
-    dry_run: bool
 
 
 def index_kb(inputs: ExperimentInputs, store: LanceStore, embedder, *, overwrite: bool = False,
@@ -132,14 +121,20 @@ class Experiment:
         self.s = services
         self.prompts = load_prompts("e2e4")
 
+    @property
+    def store(self) -> LanceStore:
+        """The vector store the services' retriever searches."""
+        return self.s.require("retriever").store
+
     def retrieve(self, query: str) -> tuple[list[Hit], float, float | None]:
         t0 = time.perf_counter()
-        hits = self.s.store.search_vector(self.s.embedder.encode([query])[0], self.top_k)
+        hits = self.store.search_vector(self.s.require("embedder").encode([query])[0], self.top_k)
         return hits, (time.perf_counter() - t0) * 1000, None
 
     def generate(self, query: str, hits: list[Hit], trace: Trace | None = None) -> tuple[str, str | None, bool]:
-        text = self.s.llm.complete(render(self.prompts["user"], sources=format_sources(hits), query=query),
-                                   system=self.prompts[self.system_key], max_tokens=160, trace=trace).text.strip()
+        prompt = render(self.prompts["user"], sources=format_sources(hits), query=query)
+        text = self.s.require("llm").complete(prompt, system=self.prompts[self.system_key], max_tokens=160,
+                                              trace=trace).text.strip()
         try:  # a model that answers in JSON gets validated against E2Response
             return E2Response.model_validate_json(extract_json(text)).answer, None, True
         except ValueError:
@@ -160,8 +155,6 @@ def register_experiment(cls: type[Experiment]) -> type[Experiment]:
     """Register an experiment for the runner; a new one also becomes a registered technique of that name."""
     EXPERIMENTS[cls.name] = cls
     if cls.name not in ("e2", "e3", "e4"):
-        from harness.techniques.builtin import experiment_technique
-
         experiment_technique(cls)
     return cls
 
@@ -177,9 +170,9 @@ class E3Filtered(Experiment):
 
     def retrieve(self, query: str) -> tuple[list[Hit], float, float | None]:
         t0 = time.perf_counter()
-        first = self.s.store.search_vector(self.s.embedder.encode([query])[0], self.candidates)
+        first = self.store.search_vector(self.s.require("embedder").encode([query])[0], self.candidates)
         t1 = time.perf_counter()
-        hits = self.s.reranker.rerank(query, first, self.keep)
+        hits = self.s.require("reranker").rerank(query, first, self.keep)
         return hits, (t1 - t0) * 1000, (time.perf_counter() - t1) * 1000
 
 
@@ -190,7 +183,7 @@ class E4Reasoning(E3Filtered):
     def generate(self, query: str, hits: list[Hit], trace: Trace | None = None) -> tuple[str, str | None, bool]:
         prompt = render(self.prompts["user"], sources=format_sources(hits), query=query)
         try:
-            resp = self.s.llm.structured(prompt, E4Response, system=self.prompts[self.system_key], max_tokens=256,
+            resp = self.s.require("llm").structured(prompt, E4Response, system=self.prompts[self.system_key], max_tokens=256,
                                          trace=trace)
             return resp.answer, resp.reasoning_steps, True
         except StructuredOutputError as err:
@@ -212,3 +205,56 @@ def dry_run_responder() -> Callable[[list[dict[str, str]], dict[str, Any]], str]
         return f"DRY RUN answer from {source} [Source 1]"
 
     return respond
+
+
+# ---------------------------------------------------------------- the registered technique
+class E2E4Params(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    top_k: int = 5
+    candidates: int = 20  # E3/E4: first-stage candidates before reranking
+
+
+class _Experiment(Technique):
+    Params = E2E4Params
+    experiment = "e2"
+
+    def setup(self) -> None:
+        s = self.services
+        for need in ("llm", "retriever", "embedder") + (("reranker",) if self.experiment != "e2" else ()):
+            s.require(need)  # built now, as every technique builds its parts before the first query
+        self.exp = EXPERIMENTS[self.experiment](s)
+        self.exp.top_k, self.exp.candidates, self.exp.keep = self.params.top_k, self.params.candidates, self.params.top_k
+
+    def _run(self, query: Query, trace: Trace) -> TechniqueResult:
+        t0 = time.perf_counter()
+        with trace.stage("pipeline"):
+            out = self.exp.run(query.text, trace=trace)
+        return self.result(query, out.hits, trace, out.answer, reasoning=out.reasoning, structured=out.structured,
+                           retrieval_ms=out.retrieval_ms, rerank_ms=out.rerank_ms, llm_ms=out.llm_ms,
+                           total_ms=(time.perf_counter() - t0) * 1000)
+
+
+@register_technique
+class E2StandardTechnique(_Experiment):
+    name, experiment, role = "e2-standard", "e2", "e2"
+    summary = "E2: standard RAG (top-5 dense chunks, cited answer)"
+
+
+@register_technique
+class E3FilteredTechnique(_Experiment):
+    name, experiment, role = "e3-filtered", "e3", "e3"
+    summary = "E3: filtered RAG (20 dense candidates, reranked to 5)"
+
+
+@register_technique
+class E4ReasoningTechnique(_Experiment):
+    name, experiment, role = "e4-reasoning", "e4", "e4"
+    summary = "E4: reasoning RAG (E3's retrieval, JSON reasoning steps then the answer)"
+
+
+def experiment_technique(exp: type) -> type[Technique]:
+    """The registered technique for an experiment added with `register_experiment` (named like it)."""
+    cls = type(f"{exp.__name__}Technique", (_Experiment,), {
+        "name": exp.name, "experiment": exp.name, "role": exp.name,
+        "summary": (exp.__doc__ or f"experiment {exp.name}").strip().splitlines()[0]})
+    return register_technique(cls, replace=True)

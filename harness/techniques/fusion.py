@@ -2,8 +2,9 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Sequence
+from typing import Literal, Sequence
 
+from harness.config import FusionConfig
 from harness.llm.client import LLMClient
 from harness.metrics.text import mean_pairwise_jaccard
 from harness.parallel import ordered_map
@@ -11,7 +12,8 @@ from harness.prompts import load_prompts, render
 from harness.retrieval.rank_fusion import RRF_K, reciprocal_rank_fusion
 from harness.techniques.generation import try_complete
 from harness.techniques.parsing import parse_lines
-from harness.types import Hit, Trace
+from harness.techniques.registry import Technique, TechniqueResult, register_technique
+from harness.types import Hit, Query, Trace
 
 
 def generate_multi_queries(original_query: str, llm: LLMClient, num_queries: int = 4, *, temperature: float = 0.8,
@@ -85,3 +87,29 @@ class RAGFusion:
         queries = generate_multi_queries(query, self.llm, self.num_queries, temperature=self.temperature,
                                          max_tokens=self.max_tokens, prompt_variant=self.prompt_variant, trace=trace)
         return self.search_and_fuse(queries, trace)
+
+
+# ---------------------------------------------------------------- the registered technique
+class FusionParams(FusionConfig):
+    prompt_variant: Literal["chat", "completion"] = "chat"
+    parallel: bool = True
+
+
+@register_technique
+class FusionTechnique(Technique):
+    name, role = "rag-fusion", "rag-fusion"
+    summary = "RAG-Fusion: LLM-generated queries, retrieved in parallel, fused with RRF (Rackauckas 2024)"
+    Params, config_section = FusionParams, "wsop.rag_fusion"
+
+    def setup(self) -> None:
+        p = self.params
+        self.fusion = RAGFusion(self.services.require("llm"), self.services.require("retriever"),
+                                num_queries=p.num_queries, rrf_k=p.rrf_k, top_k_per_query=p.top_k_per_query,
+                                final_top_k=p.final_top_k, temperature=p.temperature, max_tokens=p.max_tokens,
+                                prompt_variant=p.prompt_variant, parallel=p.parallel)
+
+    def _run(self, query: Query, trace: Trace) -> TechniqueResult:
+        res = self.fusion.search(query.text, trace)
+        if len(res.queries) < 2:
+            trace.event("multi_query_fallback", reason="no generated query survived parsing")
+        return self.result(query, res.hits, trace, queries=res.queries)

@@ -8,15 +8,18 @@ from __future__ import annotations
 
 import hashlib
 from dataclasses import dataclass, field
+from typing import Literal
 
 import numpy as np
 
+from harness.config import HydeConfig
 from harness.llm.cache import ResponseCache
 from harness.llm.client import LLMClient
 from harness.prompts import load_prompts, render
 from harness.techniques.generation import try_complete
 from harness.techniques.parsing import strip_echo
-from harness.types import Hit, Trace
+from harness.techniques.registry import Technique, TechniqueResult, register_technique
+from harness.types import Hit, Query, Trace
 
 
 @dataclass
@@ -100,3 +103,40 @@ class HyDE:
         res = self.expand(query, trace, hypothetical_documents=hypothetical_documents)
         with trace.stage("retrieve"):
             return retriever.retrieve_vector(res.vector, k, query=query)
+
+
+# ---------------------------------------------------------------- the registered technique
+class HydeParams(HydeConfig):
+    k: int = 10
+    prompt_variant: Literal["chat", "completion"] = "chat"
+
+
+@register_technique
+class HyDETechnique(Technique):
+    name, role = "hyde", "hyde"
+    summary = "HyDE: retrieve with the embedding of LLM-written hypothetical documents (Gao et al. 2022)"
+    Params, config_section = HydeParams, "wsop.hyde"
+
+    def setup(self) -> None:
+        p, s = self.params, self.services
+        llm = s.llm_for(p.llm) if (p.llm and s.llm_for is not None) else s.require("llm")
+        if p.llm and getattr(llm, "label", None) != p.llm:
+            raise ValueError(f"wsop.hyde.llm is {p.llm!r} but no way to build that model was given "
+                             "(Services.llm_for)")
+        # HyDE's own cache of hypothetical documents, kept cache_ttl seconds (0: off); only where the run caches
+        cache = (ResponseCache(s.config.harness.cache_dir / "hyde", ttl_s=p.cache_ttl)
+                 if p.cache_ttl > 0 and s.config.harness.llm.cache and getattr(llm, "cache", None) is not None
+                 else None)
+        self.hyde = HyDE(llm, s.require("embedder"), num_documents=p.num_documents, temperature=p.temperature,
+                         max_tokens=p.max_tokens, include_query=p.include_query, prompt_variant=p.prompt_variant,
+                         cache=cache)
+
+    @property
+    def label(self) -> str:
+        return self.hyde.variant
+
+    def _run(self, query: Query, trace: Trace) -> TechniqueResult:
+        res = self.hyde.expand(query.text, trace)
+        with trace.stage("retrieve"):
+            hits = self.services.require("retriever").retrieve_vector(res.vector, self.params.k, query=query.text)
+        return self.result(query, hits, trace, hypothetical_documents=res.documents)

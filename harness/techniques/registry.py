@@ -19,6 +19,10 @@ time of every LLM call.
             return self.result(query, hits, trace)
 
 `build_technique(name, services)` builds one from the configuration; `ragharness techniques` lists them.
+
+This module imports no technique: each registers itself beside its class (`baselines`, `hyde`, `crag`, `fusion`,
+`rewrite`, `wsop`, `e2e4`, `ret_mcq`), and the package `harness.techniques` imports those modules, so whoever
+imports this registry (which imports its package first) finds every built-in registered.
 """
 from __future__ import annotations
 
@@ -143,7 +147,7 @@ class Services:
     def __post_init__(self) -> None:
         url = self.config.harness.web_search_url
         if url:  # the configured SearXNG instance is the web, unless a factory for it was given
-            from harness.techniques.crag import SearxngWebSearch
+            from harness.retrieval.web import SearxngWebSearch
 
             self.factories = {"web": lambda: SearxngWebSearch(url), **self.factories}
 
@@ -242,7 +246,6 @@ def register_technique(cls: type[Technique] | None = None, *, replace: bool = Fa
     def deco(c: type[Technique]) -> type[Technique]:
         if not c.name:
             raise ValueError(f"{c.__qualname__} has no `name`")
-        _load_builtins()
         if c.name in TECHNIQUES and TECHNIQUES[c.name] is not c and not replace:
             raise ValueError(f"a technique named {c.name!r} is already registered; pass replace=True to override it")
         TECHNIQUES[c.name] = c
@@ -251,23 +254,11 @@ def register_technique(cls: type[Technique] | None = None, *, replace: bool = Fa
     return deco(cls) if cls is not None else deco
 
 
-_BUILTINS_LOADED = False
-
-
-def _load_builtins() -> None:
-    global _BUILTINS_LOADED
-    if not _BUILTINS_LOADED:
-        _BUILTINS_LOADED = True
-        import harness.techniques.builtin  # noqa: F401 - registers the built-in techniques
-
-
 def technique_names() -> list[str]:
-    _load_builtins()
     return sorted(TECHNIQUES)
 
 
 def get_technique(name: str) -> type[Technique]:
-    _load_builtins()
     try:
         return TECHNIQUES[name]
     except KeyError:

@@ -1,17 +1,20 @@
 """Multiple choice with RET: the study's questions (the retail KB's derived MCQ, or a QA set with hallucinated
 answers and qrels such as HaluEval), the LLM's pick, and the option scores that blend the pick, lexical support
-and (RET on) fingerprint coverage."""
+and (RET on) fingerprint coverage; and the registered `ret` technique, whose MCQ option scores these are
+(beside them, since `ret.py` holds the algorithm and `ret_mcq` imports it)."""
 from __future__ import annotations
 
 import random
 from dataclasses import dataclass
 from typing import Any, Sequence
 
+from harness.config import RetSettings
 from harness.metrics.text import answer_match
 from harness.prompts import load_prompts, render
 from harness.techniques.parsing import parse_letter
-from harness.techniques.ret import RetResult, fingerprint_coverage, mcq_blend, synthesis_prompt, tokens
-from harness.types import Hit, Trace
+from harness.techniques.registry import Technique, TechniqueResult, register_technique
+from harness.techniques.ret import RET, RetResult, fingerprint_coverage, mcq_blend, synthesis_prompt, tokens
+from harness.types import Hit, Query, Trace
 
 LETTERS = "ABCD"
 
@@ -130,3 +133,30 @@ def option_scores(res: RetResult, options: Sequence[str], pick: int | None, *, w
     """mcq_blend(pick, lexical, coverage) per option, with `ret.mcq_fingerprint_weight` as the weight."""
     return [mcq_blend(1.0 if pick == i else 0.0, lexical_support(o, res.docs), option_coverage(o, res), weight)
             for i, o in enumerate(options)]
+
+
+# ---------------------------------------------------------------- the registered technique
+class RetParams(RetSettings):
+    k: int = 10
+    per_query: int = 10
+
+
+@register_technique
+class RETTechnique(Technique):
+    name, role = "ret", "ret"
+    summary = "RET: answer hypotheses -> evidence fingerprints -> fingerprint-seeded retrieval (off unless enable_ret)"
+    Params, config_section = RetParams, "ret"
+
+    def setup(self) -> None:
+        p = self.params
+        settings = RetSettings(**{k: getattr(p, k) for k in RetSettings.model_fields})
+        self.ret = RET(self.services.require("llm"), settings, k=p.k, per_query=p.per_query)
+
+    def _run(self, query: Query, trace: Trace) -> TechniqueResult:
+        res = self.ret.select(query.text, self.services.require("retriever"), trace=trace)
+        return self.result(query, res.docs, trace, ret=res, skip_reason=res.skip_reason, table=res.table)
+
+    def score_options(self, result: TechniqueResult, options: list[str], pick: int | None) -> list[float]:
+        """MCQ option scores: the LLM's pick, lexical support and (RET on) fingerprint coverage, blended with
+        `mcq_fingerprint_weight`."""
+        return option_scores(result.detail["ret"], options, pick, weight=self.params.mcq_fingerprint_weight)

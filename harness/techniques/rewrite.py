@@ -3,15 +3,17 @@ trainable seq2seq rewriter that takes real policy-gradient steps."""
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Callable, Sequence
+from typing import Any, Callable, Literal, Sequence
 
+from harness.config import RewriteConfig
 from harness.retrieval.chunking import default_tokenizer
 from harness.llm.client import LLMClient
 from harness.metrics.text import exact_match, token_f1
 from harness.prompts import load_prompts, render
 from harness.techniques.generation import try_complete
 from harness.techniques.parsing import first_item
-from harness.types import Trace
+from harness.techniques.registry import Technique, TechniqueResult, register_technique
+from harness.types import Query, Trace
 
 
 class LLMRewriter:
@@ -140,3 +142,41 @@ class Seq2SeqRewriter:
         change = sum(float(((p.detach() - b) ** 2).sum()) for p, b in zip(self.model.parameters(), before)) ** 0.5
         return {"mean_reward": float(rewards.mean()), "loss": float(loss.detach()), "param_l2_change": change,
                 "no_signal": 0.0}
+
+
+# ---------------------------------------------------------------- the registered technique
+class RewriteParams(RewriteConfig):
+    k: int = 10
+    prompt_variant: Literal["chat", "completion"] = "chat"
+
+
+@register_technique
+class RewriteTechnique(Technique):
+    name, role = "query-rewriting", "query-rewriting"
+    summary = "Rewrite-Retrieve-Read: an LLM (or a local T5 checkpoint) rewrites the query (Ma et al. 2023)"
+    Params, config_section = RewriteParams, "wsop.query_rewriting"
+
+    def setup(self) -> None:
+        p = self.params
+        if p.model == "llm":
+            self.rewriter: Any = LLMRewriter(self.services.require("llm"), max_tokens=p.max_length,
+                                             prompt_variant=p.prompt_variant)
+        else:  # a path to a local T5 checkpoint (e.g. one trained with Seq2SeqRewriter.policy_gradient_step)
+            from pathlib import Path
+
+            if not (Path(p.model) / "config.json").is_file():
+                raise ValueError(f"wsop.query_rewriting.model: {p.model!r} is neither 'llm' nor a folder holding a "
+                                 "T5 checkpoint (config.json)")
+            self.rewriter = Seq2SeqRewriter.from_pretrained(p.model)
+            self.rewriter.max_length = p.max_length
+
+    def _run(self, query: Query, trace: Trace) -> TechniqueResult:
+        if hasattr(self.rewriter, "llm"):
+            rewritten = self.rewriter.rewrite(query.text, trace=trace)
+        else:
+            with trace.stage("rewrite"):
+                rewritten = self.rewriter.rewrite(query.text)
+            trace.event("rewrite")
+        with trace.stage("retrieve"):
+            hits = self.services.require("retriever").retrieve(rewritten, self.params.k)
+        return self.result(query, hits, trace, rewritten=rewritten)

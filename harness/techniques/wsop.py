@@ -6,19 +6,22 @@ import json
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
-from typing import Sequence
+from typing import Literal, Sequence
 
 import numpy as np
 
 from harness.config import WSOPConfig
 from harness.llm.client import LLMClient
 from harness.prompts import load_prompts
-from harness.techniques.crag import CORRECT, CRAG, RetrievalEvaluator, WebSearch, charging, knowledge_refinement
+from harness.techniques.crag import (
+    CORRECT, CRAG, RetrievalEvaluator, WebSearch, charging, crag_scorer, knowledge_refinement,
+)
 from harness.techniques.generation import complete_with_sources
-from harness.techniques.fusion import RAGFusion
-from harness.techniques.hyde import HyDE
-from harness.techniques.rewrite import LLMRewriter
-from harness.types import Hit, Trace
+from harness.techniques.fusion import FusionParams, RAGFusion
+from harness.techniques.hyde import HyDE, HydeParams
+from harness.techniques.registry import Technique, TechniqueResult, build_technique, register_technique
+from harness.techniques.rewrite import LLMRewriter, RewriteParams
+from harness.types import Hit, Query, Trace
 
 LEVELS = ("simple", "moderate", "complex")
 
@@ -238,3 +241,36 @@ def cross_validated_accuracy(examples: Sequence[tuple[str, str]], *, folds: int 
         clf = ComplexityClassifier([examples[i] for i in train], seed=seed, **kw)
         hits += sum(clf.classify(examples[i][0]) == examples[i][1] for i in test)
     return hits / len(examples)
+
+
+# ---------------------------------------------------------------- the registered technique
+class WSOPParams(WSOPConfig):
+    top_k: int = 5
+    complexity: Literal["auto", "simple", "moderate", "complex"] = "auto"
+    prompt_variant: Literal["chat", "completion"] = "chat"
+
+
+@register_technique
+class WSOPTechnique(Technique):
+    name, role = "wsop", "wsop"
+    summary = "the routed WSOP pipeline: complexity routing over HyDE, CRAG, RAG-Fusion and query rewriting"
+    Params, config_section = WSOPParams, "wsop"
+
+    def setup(self) -> None:
+        p, s = self.params, self.services
+        variant = {"prompt_variant": p.prompt_variant}
+        hyde = build_technique("hyde", s, HydeParams(**p.hyde.model_dump(), **variant)).hyde
+        fusion = build_technique("rag-fusion", s, FusionParams(**p.rag_fusion.model_dump(), **variant)).fusion
+        rewriter = (build_technique("query-rewriting", s, RewriteParams(**p.query_rewriting.model_dump(), **variant))
+                    .rewriter)
+        evaluator = RetrievalEvaluator(crag_scorer(p.crag, s), upper_threshold=p.crag.upper_threshold,
+                                       lower_threshold=p.crag.lower_threshold)
+        self.pipeline = WSOPPipeline(WSOPConfig(**{k: getattr(p, k) for k in WSOPConfig.model_fields}),
+                                     s.require("llm"), s.require("retriever"), s.require("web"), evaluator,
+                                     embedder=s.require("embedder"), top_k=p.top_k, prompt_variant=p.prompt_variant,
+                                     hyde=hyde, fusion=fusion, rewriter=rewriter, seed=s.config.harness.seed)
+
+    def _run(self, query: Query, trace: Trace) -> TechniqueResult:
+        complexity = query.metadata.get("complexity", self.params.complexity)
+        res = self.pipeline.search(query.text, complexity, trace)
+        return self.result(query, res.sources, trace, res.answer, complexity=res.complexity, degraded=res.degraded)

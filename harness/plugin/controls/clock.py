@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from harness.plugin.controls import control
+from harness.plugin.controls.registry import control
 
 
 @control("clock-runs-1000x-slow", breaks="every perf_counter interval reads 1000x its length (a machine 1000x slower)")

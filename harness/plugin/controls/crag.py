@@ -5,7 +5,7 @@ from typing import Any
 
 import numpy as np
 
-from harness.plugin.controls import control, replace_everywhere
+from harness.plugin.controls.registry import control, replace_everywhere
 
 
 @control("crag-aggregates-by-mean", breaks="the retrieval evaluator aggregates the documents' scores by their mean "

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
-from harness.plugin.controls import control, replace_everywhere
+from harness.plugin.controls.registry import control, replace_everywhere
 
 
 @control("e2e4-services-ignore-given-llm", breaks="the runner answers with its dry-run model whatever LLM it is given")

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from harness.plugin.controls import control, replace_everywhere
+from harness.plugin.controls.registry import control, replace_everywhere
 
 
 @control("fusion-generates-one-query", breaks="multi-query generation yields one generated query beside the "

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from harness.plugin.controls import control, replace_everywhere
+from harness.plugin.controls.registry import control, replace_everywhere
 
 
 @control("hyde-keeps-prompt-echo", breaks="HyDE keeps the prompt the model echoed at the start of its document")

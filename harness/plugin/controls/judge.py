@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from harness.plugin.controls import control, replace_everywhere
+from harness.plugin.controls.registry import control, replace_everywhere
 
 
 @control("faithfulness-counts-any-support-as-full", breaks="faithfulness reads 1 when any claim is supported")

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from harness.plugin.controls import control
+from harness.plugin.controls.registry import control
 
 
 @control("llm-calls-serialised", breaks="the LLM client lets one call at a time through, whatever its concurrency")

@@ -5,7 +5,7 @@ from typing import Any
 
 import numpy as np
 
-from harness.plugin.controls import control, replace_everywhere
+from harness.plugin.controls.registry import control, replace_everywhere
 
 
 @control("ndcg-off-by-one-rank", breaks="nDCG discounts the hit at rank r by log2(r) + 1 instead of log2(r + 1)")

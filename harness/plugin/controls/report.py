@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from harness.plugin.controls import control
+from harness.plugin.controls.registry import control
 
 
 @control("catalogue-datasets-ignored", breaks="the report reads a claim from whichever of its configured datasets "

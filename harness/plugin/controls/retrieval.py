@@ -6,7 +6,7 @@ from typing import Any
 
 import numpy as np
 
-from harness.plugin.controls import control, replace_everywhere
+from harness.plugin.controls.registry import control, replace_everywhere
 
 
 @control("embedding-cache-off", breaks="the embedding cache never returns a stored vector")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from harness.plugin.controls import control
+from harness.plugin.controls.registry import control
 
 
 @control("rewrite-no-length-limit", breaks="the rewriter neither truncates long outputs nor parses the first item")

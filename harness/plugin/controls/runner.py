@@ -6,7 +6,7 @@ import os
 import sys
 from typing import Any, Callable
 
-from harness.plugin.controls import control, replace_everywhere
+from harness.plugin.controls.registry import control, replace_everywhere
 
 
 @control("dry-run-calls-an-api", breaks="the dry run answers through a hosted API instead of its scripted model")

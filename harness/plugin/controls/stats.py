@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from harness.plugin.controls import control
+from harness.plugin.controls.registry import control
 
 
 @control("calibrated-tests-liberal", breaks="every test's p-value is a quarter of the true one (a liberal test)")

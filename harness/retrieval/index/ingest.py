@@ -14,10 +14,12 @@ import itertools
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterable, Iterator, Sequence
+from typing import Any, Iterable, Iterator, Protocol, Sequence
 
 import numpy as np
 
+from harness.progress import progress
+from harness.retrieval.index.rows import Row, as_rows
 from harness.types import Chunk, Document
 
 PARTIAL = "partial:"
@@ -37,6 +39,23 @@ class IngestStats:
     skipped: bool
 
 
+class Target(Protocol):
+    """What `ingest` writes through: `LanceStore`'s public surface for it."""
+
+    table_name: str
+
+    @property
+    def table(self) -> Any: ...
+    def __len__(self) -> int: ...
+    def has_table(self) -> bool: ...
+    def stored_fingerprint(self) -> str | None: ...
+    def record_fingerprint(self, fingerprint: str) -> None: ...
+    def drop_table(self) -> None: ...
+    def reopen(self) -> None: ...
+    def append(self, rows: Sequence[Row], vectors: np.ndarray) -> None: ...
+    def build_indices(self) -> None: ...
+
+
 def file_fingerprint(embedder_name: str, *paths: str | Path) -> str:
     """sha256 of the embedder's name and the files' bytes, read in 1 MiB blocks (no file is held in memory)."""
     h = hashlib.sha256(embedder_name.encode())
@@ -54,38 +73,34 @@ def _batches(items: Iterable[Any], size: int) -> Iterator[list[Any]]:
         yield batch
 
 
-def stored_ids(store: Any) -> set[str]:
+def stored_ids(store: Target) -> set[str]:
     """The ids already in the store's table (the id column only is read)."""
-    if store.table_name not in store._tables():
+    if not store.has_table():
         return set()
     return set(store.table.search().select(["id"]).limit(None).to_arrow().column("id").to_pylist())
 
 
-def ingest(store: Any, items: Iterable[Document | Chunk], embedder: Any, *, fingerprint: str, batch: int = 1024,
+def ingest(store: Target, items: Iterable[Document | Chunk], embedder: Any, *, fingerprint: str, batch: int = 1024,
            total: int | None = None, stage: str | None = None, overwrite: bool = False) -> IngestStats:
     """Encode and append `items` to `store` in batches; skip when the table holds this `fingerprint` complete,
     resume when it holds it partial (only what is missing is encoded), start afresh otherwise."""
-    from harness.progress import progress
-    from harness.retrieval.index.lancedb_store import _as_rows
-
     t0 = time.perf_counter()
-    exists = store.table_name in store._tables()
-    mark = store._manifest_get() if exists else None
+    exists = store.has_table()
+    mark = store.stored_fingerprint() if exists else None
     if exists and not overwrite and mark == fingerprint:
-        store._table = store.db.open_table(store.table_name)
+        store.reopen()
         return IngestStats(len(store), 0, len(store), 0, time.perf_counter() - t0, False, True)
     resumed = exists and not overwrite and mark == PARTIAL + fingerprint
     have = stored_ids(store) if resumed else set()
     if exists and not resumed:
-        store.db.drop_table(store.table_name)
-        store._table = None
-    store._manifest_put(PARTIAL + fingerprint)
+        store.drop_table()
+    store.record_fingerprint(PARTIAL + fingerprint)
     bar = progress(stage or f"indexing {store.table_name}", total or 0)
     seen: set[str] = set()
     encoded = already = batches = 0
     try:
         for part in _batches(items, batch):
-            rows = _as_rows(part)
+            rows = as_rows(part)
             for rid, _, _ in rows:
                 if rid in seen:
                     raise ValueError(f"duplicate id {rid!r} in items to index")
@@ -94,24 +109,16 @@ def ingest(store: Any, items: Iterable[Document | Chunk], embedder: Any, *, fing
             already += len(rows) - len(new)
             if new:
                 vectors = np.asarray(embedder.encode([r[1] for r in new]), dtype=np.float32)
-                _append(store, new, vectors)
+                store.append(new, vectors)
                 encoded += len(new)
                 batches += 1
             bar.advance(len(rows))
     finally:
         bar.close()
-    if store.table_name not in store._tables():  # nothing at all to store: an empty table of the right shape
-        _append(store, [], np.zeros((0, embedder.dim), np.float32))
+    if not store.has_table():  # nothing at all to store: an empty table of the right shape
+        store.append([], np.zeros((0, embedder.dim), np.float32))
     if batches > 1 or resumed:  # one file per append: compacted, so a search does not open one per batch
         store.table.optimize()
-    store._build_indices()
-    store._manifest_put(fingerprint)
+    store.build_indices()
+    store.record_fingerprint(fingerprint)
     return IngestStats(len(store), encoded, already, batches, time.perf_counter() - t0, resumed, False)
-
-
-def _append(store: Any, rows: Sequence[tuple[str, str, dict[str, Any]]], vectors: np.ndarray) -> None:
-    data = store._arrow(rows, vectors)
-    if store.table_name not in store._tables():
-        store._table = store.db.create_table(store.table_name, data=data, mode="create")
-    else:
-        store.table.add(data)

@@ -1,7 +1,6 @@
 """LanceDB vector + full-text store (embedded, on disk; `s3://`-style URIs pass through to LanceDB)."""
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import re
@@ -13,6 +12,8 @@ from typing import Any, Sequence
 
 import numpy as np
 
+from harness.retrieval.index.ingest import ingest
+from harness.retrieval.index.rows import Row, as_rows, content_fingerprint, metadata_json
 from harness.retrieval.rank_fusion import RRF_K, reciprocal_rank_fusion
 from harness.types import Chunk, Document, Hit
 
@@ -46,24 +47,6 @@ class IndexStats:
     ann_index: bool
 
 
-def _as_rows(items: Sequence[Chunk | Document]) -> list[tuple[str, str, dict[str, Any]]]:
-    rows = []
-    for it in items:
-        if isinstance(it, Document):
-            rows.append((it.id, it.full_text, {"title": it.title, **it.metadata}))
-        else:
-            rows.append((it.id, it.text, {"doc_id": it.doc_id, **it.metadata}))
-    return rows
-
-
-def content_fingerprint(embedder_name: str, rows: Sequence[tuple[str, str, dict[str, Any]]]) -> str:
-    h = hashlib.sha256(embedder_name.encode())
-    for rid, text, meta in rows:
-        h.update(b"\x00" + rid.encode() + b"\x01" + text.encode() + b"\x02"
-                 + json.dumps(meta, sort_keys=True, default=str).encode())
-    return h.hexdigest()
-
-
 def fts_query(text: str) -> str:
     """Reduce free text to plain terms, so query syntax characters never reach the FTS parser."""
     return " ".join(_WORD.findall(text.lower()))
@@ -84,6 +67,48 @@ class LanceStore:
         self.ann: Any = None  # harness.retrieval.index.ann.Tuned once `tune_ann` measured its recall
 
     # ------------------------------------------------------------------ writing
+    # The public surface `harness.retrieval.index.ingest` (and the Ray path) writes through: whether the table
+    # exists, its fingerprint in the manifest, dropping / reopening it, appending rows, building its indices.
+    def has_table(self) -> bool:
+        """Whether this store's table exists."""
+        return self.table_name in self._tables()
+
+    def stored_fingerprint(self) -> str | None:
+        """The fingerprint the manifest records for this table (`partial:<fp>` while an ingestion runs), None
+        when it records none."""
+        if _MANIFEST not in self._tables():
+            return None
+        rows = self.db.open_table(_MANIFEST).to_arrow().to_pylist()
+        return next((r["fingerprint"] for r in rows if r["table"] == self.table_name), None)
+
+    def record_fingerprint(self, fingerprint: str) -> None:
+        """Record `fingerprint` for this table in the manifest (replacing what it recorded)."""
+        import pyarrow as pa
+
+        rows = []
+        if _MANIFEST in self._tables():
+            rows = [r for r in self.db.open_table(_MANIFEST).to_arrow().to_pylist() if r["table"] != self.table_name]
+        rows.append({"table": self.table_name, "fingerprint": fingerprint})
+        self.db.create_table(_MANIFEST, data=pa.Table.from_pylist(rows), mode="overwrite")
+
+    def drop_table(self) -> None:
+        """Drop this store's table where it exists; the next write creates it afresh."""
+        if self.has_table():
+            self.db.drop_table(self.table_name)
+        self._table = None
+
+    def reopen(self) -> None:
+        """Open the table afresh (after something else, e.g. Ray's workers, wrote it)."""
+        self._table = self.db.open_table(self.table_name)
+
+    def append(self, rows: Sequence[Row], vectors: np.ndarray) -> None:
+        """Append rows with their vectors, creating the table with the first ones (no index is built)."""
+        data = self._arrow(rows, vectors)
+        if not self.has_table():
+            self._table = self.db.create_table(self.table_name, data=data, mode="create")
+        else:
+            self.table.add(data)
+
     def _tables(self) -> list[str]:
         names: list[str] = []
         token = None
@@ -94,28 +119,11 @@ class LanceStore:
             if not token:
                 return names
 
-    def _manifest_get(self) -> str | None:
-        if _MANIFEST not in self._tables():
-            return None
-        rows = self.db.open_table(_MANIFEST).to_arrow().to_pylist()
-        return next((r["fingerprint"] for r in rows if r["table"] == self.table_name), None)
-
-    def _manifest_put(self, fingerprint: str) -> None:
-        import pyarrow as pa
-
-        rows = []
-        if _MANIFEST in self._tables():
-            rows = [r for r in self.db.open_table(_MANIFEST).to_arrow().to_pylist() if r["table"] != self.table_name]
-        rows.append({"table": self.table_name, "fingerprint": fingerprint})
-        self.db.create_table(_MANIFEST, data=pa.Table.from_pylist(rows), mode="overwrite")
-
     def index(self, items: Sequence[Chunk | Document], embedder: Any, *, overwrite: bool = False,
               batch: int = 1024) -> IndexStats:
         """Embed and store items in batches (harness.retrieval.index.ingest): skipped, with no encoding at all,
         when the same content is already indexed; resumed, encoding only what is missing, after a killed run."""
-        from harness.retrieval.index.ingest import ingest
-
-        rows = _as_rows(items)
+        rows = as_rows(items)
         ids = [r[0] for r in rows]
         if len(set(ids)) != len(ids):
             seen: set[str] = set()
@@ -128,23 +136,24 @@ class LanceStore:
                                      self._has_ann())
         return self.last_stats
 
-    def _arrow(self, rows: Sequence[tuple[str, str, dict[str, Any]]], vectors: np.ndarray):
+    def _arrow(self, rows: Sequence[Row], vectors: np.ndarray):
         import pyarrow as pa
 
         dim = vectors.shape[1]
         return pa.table({
             "id": pa.array([r[0] for r in rows], pa.string()),
             "text": pa.array([r[1] for r in rows], pa.string()),
-            "metadata": pa.array([json.dumps(r[2], sort_keys=True, default=str) for r in rows], pa.string()),
+            "metadata": pa.array([metadata_json(r[2]) for r in rows], pa.string()),
             "vector": pa.FixedSizeListArray.from_arrays(pa.array(vectors.astype(np.float32).ravel(), pa.float32()), dim),
         })
 
     def _write(self, rows, vectors: np.ndarray, mode: str) -> None:
         data = self._arrow(rows, vectors)
         self._table = self.db.create_table(self.table_name, data=data, mode=mode)
-        self._build_indices()
+        self.build_indices()
 
-    def _build_indices(self) -> None:
+    def build_indices(self) -> None:
+        """The full-text index on `text` (once the table has rows), and IVF-PQ from `ann_threshold` rows on."""
         tbl = self.table
         if tbl.count_rows() == 0:
             return
@@ -187,13 +196,13 @@ class LanceStore:
 
     def upsert(self, items: Sequence[Chunk | Document], vectors: np.ndarray) -> None:
         """Insert or update rows by id (metadata included) and refresh the indices."""
-        rows = _as_rows(items)
-        if self.table_name not in self._tables():
+        rows = as_rows(items)
+        if not self.has_table():
             self._write(rows, vectors, mode="create")
             return
         data = self._arrow(rows, vectors)
         self.table.merge_insert("id").when_matched_update_all().when_not_matched_insert_all().execute(data)
-        self._build_indices()
+        self.build_indices()
 
     def _has_ann(self) -> bool:
         try:
@@ -205,13 +214,13 @@ class LanceStore:
     @property
     def table(self):
         if self._table is None:
-            if self.table_name not in self._tables():
+            if not self.has_table():
                 raise LookupError(f"{self.uri}: table {self.table_name!r} does not exist; index something first")
             self._table = self.db.open_table(self.table_name)
         return self._table
 
     def __len__(self) -> int:
-        return 0 if self.table_name not in self._tables() else self.table.count_rows()
+        return 0 if not self.has_table() else self.table.count_rows()
 
     @staticmethod
     def _hits(rows: list[dict[str, Any]], score_key: str, transform=lambda s: s,

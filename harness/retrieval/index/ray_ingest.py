@@ -15,7 +15,6 @@ every node needs `pip install 'pytest-rag-harness[ray]'`, and the index URI must
 from __future__ import annotations
 
 import itertools
-import json
 import os
 import time
 from dataclasses import dataclass
@@ -25,7 +24,8 @@ from typing import Any, Iterable, Iterator
 import numpy as np
 
 from harness.retrieval.index.ingest import PARTIAL
-from harness.retrieval.index.lancedb_store import LanceStore, _as_rows, content_fingerprint
+from harness.retrieval.index.lancedb_store import LanceStore
+from harness.retrieval.index.rows import Fingerprint, as_rows, content_fingerprint, metadata_json
 from harness.types import Chunk, Document
 
 
@@ -111,7 +111,7 @@ def _blocks(items: Iterable[Document | Chunk], size: int, fp: Any) -> Iterator[A
     it = iter(items)
     seen: set[str] = set()
     while part := list(itertools.islice(it, size)):
-        rows = _as_rows(part)
+        rows = as_rows(part)
         for rid, _, _ in rows:
             if rid in seen:
                 raise ValueError(f"duplicate id {rid!r} in items to index")
@@ -119,25 +119,7 @@ def _blocks(items: Iterable[Document | Chunk], size: int, fp: Any) -> Iterator[A
         fp.update(rows)
         yield pa.table({"id": pa.array([r[0] for r in rows], pa.string()),
                         "text": pa.array([r[1] for r in rows], pa.string()),
-                        "metadata": pa.array([json.dumps(r[2], sort_keys=True, default=str) for r in rows],
-                                             pa.string())})
-
-
-class _Fingerprint:
-    """`content_fingerprint` over rows fed in parts (the same digest as over all rows at once)."""
-
-    def __init__(self, embedder_name: str):
-        import hashlib
-
-        self.h = hashlib.sha256(embedder_name.encode())
-
-    def update(self, rows: list[tuple[str, str, dict[str, Any]]]) -> None:
-        for rid, text, meta in rows:
-            self.h.update(b"\x00" + rid.encode() + b"\x01" + text.encode() + b"\x02"
-                          + json.dumps(meta, sort_keys=True, default=str).encode())
-
-    def hexdigest(self) -> str:
-        return self.h.hexdigest()
+                        "metadata": pa.array([metadata_json(r[2]) for r in rows], pa.string())})
 
 
 def ray_ingest(store: LanceStore, items: Iterable[Document | Chunk], embedder_name: str, dim: int, *,
@@ -148,13 +130,11 @@ def ray_ingest(store: LanceStore, items: Iterable[Document | Chunk], embedder_na
     import pyarrow as pa
 
     ray = _ray()
-    fp = _Fingerprint(embedder_name)
+    fp = Fingerprint(embedder_name)
     refs = [ray.put(b) for b in _blocks(items, batch, fp)]  # into the object store block by block (it spills to disk)
     fingerprint = fp.hexdigest()
-    if store.table_name in store._tables():
-        store.db.drop_table(store.table_name)
-    store._table = None
-    store._manifest_put(PARTIAL + fingerprint)
+    store.drop_table()
+    store.record_fingerprint(PARTIAL + fingerprint)
     schema = pa.schema([("id", pa.string()), ("text", pa.string()), ("metadata", pa.string()),
                         ("vector", pa.list_(pa.float32(), dim))])
     t0 = time.perf_counter()
@@ -169,11 +149,11 @@ def ray_ingest(store: LanceStore, items: Iterable[Document | Chunk], embedder_na
         store.db.create_table(store.table_name, schema=schema)
     pipeline = time.perf_counter() - t0
     t1 = time.perf_counter()
-    store._table = None
+    store.reopen()
     if store.table.count_rows() > 0:
         store.table.optimize()  # one file per worker block: compacted, as the streaming ingest does
-    store._build_indices()
-    store._manifest_put(fingerprint)
+    store.build_indices()
+    store.record_fingerprint(fingerprint)
     return RayIngestStats(store.table.count_rows(), workers, pipeline, time.perf_counter() - t1)
 
 
