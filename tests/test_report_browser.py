@@ -76,11 +76,14 @@ def report(pytester):
 
 
 def _effect(row: dict, entry: dict) -> str:
+    """The effect cell's text: the value (and interval), then both arms' values where the claim compared two."""
+    from harness.report.terminal import arms_text
+
     v = entry["value"]
     if not row["comparative"]:
         return f"{v:.4g}"
     lo, hi = entry["ci"]
-    return f"{v:+.3g} [{lo:.3g}, {hi:.3g}]"
+    return f"{v:+.3g} [{lo:.3g}, {hi:.3g}]" + arms_text(entry)
 
 
 def test_the_claims_table_a_browser_renders_is_results_json(report):

@@ -18,7 +18,6 @@ from harness.plugin.state import estimating, harness_config_of, loaded_sets, tie
 # the plugin's fixtures whose use in a selected test's closure the checks read (one place, for a rename)
 LLM, LOCAL_SERVER, JUDGES = "rag_llm", "rag_local_llm_server", "rag_judges"
 CORPUS, BEIR_DATASET, QA_SET, MCQ_SET = "rag_corpus", "rag_beir_dataset", "rag_qa_set", "rag_mcq_set"
-LAZY_LLM = frozenset({"rag_technique_services", "rag_make_technique", "rag_bench_services", "rag_uncached_llm"})
 WORKER_USAGE_ERROR = "rag_harness_usage_error"  # the key of a worker's usage error in its workeroutput
 MAX_LINES = 10  # problems shown at most (then a count of the rest)
 _RAISED = pytest.StashKey[str]()  # a usage error already raised during collection
@@ -97,9 +96,9 @@ def local_model_problems(config: pytest.Config, items: Iterable[pytest.Item]) ->
     users: dict[str, list[str]] = {}
     for item in items:
         names = _fixtures(item)
-        # a benchmark-tier test reaches the LLM lazily too, through the services techniques are built on
-        lazy = names & LAZY_LLM and "benchmark" in tiers_of(item)
-        models = [h.llm.model] if names & {LLM, LOCAL_SERVER} or lazy else []
+        # a test reaching the LLM only through the services techniques are built on may never call it (a
+        # technique that needs none): that one is stopped at the first call, in one line (model_fixtures)
+        models = [h.llm.model] if names & {LLM, LOCAL_SERVER} else []
         if JUDGES in names:
             models += list(h.judge.models) or [h.llm.model]
         for model in dict.fromkeys(models):
