@@ -166,3 +166,17 @@ def test_first_of_each_type_takes_the_types_in_turn():
     picked = first_of_each_type(kb, 30)
     assert {t: sum(x.query_type == t for x in picked) for t in ("direct", "multi_hop", "negative")} == \
         {"direct": 10, "multi_hop": 10, "negative": 10}
+
+
+@pytest.mark.unit
+def test_a_truncated_json_line_names_the_column_where_it_ends(tmp_path: Path):
+    """The line is parsed without its newline: a line cut short reads at the column after its last character,
+    not at column 1 of a line that does not exist."""
+    from harness.data.errors import DataError
+    from harness.data.jsonl import SkipLog, iter_jsonl
+
+    path = tmp_path / "queries.jsonl"
+    path.write_text('{"_id": "q1", "text": "ok"}\n{"_id": "q2", "text": "cut\n', encoding="utf-8")
+    with pytest.raises(DataError) as err:
+        list(iter_jsonl(path, SkipLog(), strict=True))
+    assert err.value.line == 2 and "(Unterminated string starting at: column 23)" in str(err.value), str(err.value)

@@ -32,9 +32,9 @@ def iter_jsonl(path: Path, skips: SkipLog, strict: bool) -> Iterator[tuple[int, 
             if not raw.strip():
                 continue
             try:
-                obj = json.loads(raw)
+                obj = json.loads(raw.rstrip("\r\n"))  # the column is then on this line, not past its end
             except json.JSONDecodeError as exc:
-                skips.handle(DataError(path, n, None, f"invalid JSON ({exc.msg} at column {exc.colno})"), strict)
+                skips.handle(DataError(path, n, None, f"invalid JSON ({exc.msg}: column {exc.colno})"), strict)
                 continue
             if not isinstance(obj, dict):
                 skips.handle(DataError(path, n, None, f"expected a JSON object, got {type(obj).__name__}"), strict)
