@@ -5,6 +5,7 @@ import numpy as np
 import pytest
 
 from harness.llm.client import LLMClient
+from harness.llm.scripted import register
 from harness.metrics.text import jaccard
 from harness.prompts import render
 from harness.techniques.hyde import HyDE
@@ -42,6 +43,9 @@ def test_generates_valid_hypothetical_document(rag_scripted_llm, rag_hashing_emb
 @pytest.mark.unit
 @pytest.mark.spec("HYDE-001")
 def test_generation_failure_falls_back_to_raw_query_embedding(rag_hashing_embedder):
+    # the scripted provider registered (whatever ran before): the call fails on a model it does not have, an error
+    # of that call, not a provider litellm cannot route at all (which stops the run before any fallback)
+    register("hyde-generation-fails-elsewhere", lambda messages, params: "")
     llm = LLMClient("scripted/does-not-exist", max_attempts=1)
     trace = Trace()
     res = HyDE(llm, rag_hashing_embedder).expand(QUESTION, trace)
