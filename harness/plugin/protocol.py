@@ -17,11 +17,6 @@ NO_DATASET = "(no dataset)"
 PROTOCOL_DIR = Path(__file__).resolve().parent.parent / "protocol"
 
 
-def protocol_modules() -> list[Path]:
-    """The packaged claim modules, in a stable order."""
-    return sorted(p for p in PROTOCOL_DIR.glob("test_*.py") if is_protocol_module(p))
-
-
 def wants_protocol(config: pytest.Config) -> bool:
     """`--rag-protocol`, or the ini's `rag_protocol` when the run names no paths of its own."""
     if config.getoption("rag_protocol", False):
