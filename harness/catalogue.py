@@ -101,6 +101,13 @@ class Catalogue:
     def ids(self, marker: str | None = None) -> list[str]:
         return [s.id for s in self if marker is None or s.marker == marker]
 
+    def nearest(self, spec_id: str, cutoff: float = 0.6) -> str | None:
+        """The catalogue id closest to an unknown one (difflib's ratio at least `cutoff`), for a "did you mean"."""
+        from difflib import get_close_matches
+
+        near = get_close_matches(str(spec_id), self.ids(), n=1, cutoff=cutoff)
+        return near[0] if near else None
+
     def in_project(self, spec_id: str) -> bool:
         """Whether the spec comes from the project's own catalogue files (coverage and the report's not-run rows
         are about these; the protocol's catalogue is there to bind, not to answer for)."""

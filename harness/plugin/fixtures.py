@@ -68,11 +68,9 @@ def _spec_or_fail(cat: Catalogue, spec_id: str) -> Spec:
     """The catalogue's spec, or the test fails in one line naming the id and the nearest one."""
     if spec_id in cat:
         return cat[spec_id]
-    from difflib import get_close_matches
-
-    near = get_close_matches(str(spec_id), [s.id for s in cat], n=1)
+    near = cat.nearest(spec_id)
     pytest.fail(f"rag-harness: spec id {spec_id!r} is not in the catalogue"
-                + (f" (did you mean {near[0]!r}?)" if near else ""), pytrace=False)
+                + (f" (did you mean {near!r}?)" if near else ""), pytrace=False)
 
 
 @pytest.fixture

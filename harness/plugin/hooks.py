@@ -181,15 +181,13 @@ _UNKNOWN_SPECS = pytest.StashKey[list]()
 
 def _unknown_spec_ids(config: pytest.Config) -> str | None:
     """One line per test that names ids the catalogue lacks, each with the nearest known ids, or None."""
-    from difflib import get_close_matches
-
     found = config.stash.get(_UNKNOWN_SPECS, [])
     if not found:
         return None
-    known = [s.id for s in catalogue_of(config)]
+    cat = catalogue_of(config)
     lines = []
     for nodeid, ids in found:
-        near = sorted({m for i in ids for m in get_close_matches(i, known, n=1, cutoff=0.75)})
+        near = sorted({m for m in (cat.nearest(i, cutoff=0.75) for i in ids) if m})
         hint = f" (did you mean {', '.join(near)}?)" if near else ""
         lines.append(f"{nodeid} names spec id(s) not in the catalogue: {', '.join(ids)}{hint}")
     return "\n  ".join(lines)

@@ -138,14 +138,12 @@ _NOT_COLLECTED_KEY = pytest.StashKey[list]()
 
 def _selected_by_m_and_k(config: pytest.Config) -> Any:
     """A predicate: would pytest's own `-m` and `-k` keep this item (read here, before they are applied)."""
-    from _pytest.mark import KeywordMatcher, MarkMatcher, _parse_expression
+    from _pytest.mark import KeywordMatcher
 
-    m_text, k_text = config.getoption("markexpr", ""), config.getoption("keyword", "")
-    m_expr = _parse_expression(m_text, "Wrong expression passed to '-m'") if m_text else None
-    k_expr = _parse_expression(k_text, "Wrong expression passed to '-k'") if k_text else None
+    m_expr, k_expr = _expression(config, "markexpr", "-m"), _expression(config, "keyword", "-k")
 
     def wanted(item: pytest.Item) -> bool:
-        if m_expr is not None and not m_expr.evaluate(MarkMatcher.from_markers(item.iter_markers())):
+        if m_expr is not None and not _tier_match(m_expr, item):
             return False
         return k_expr is None or k_expr.evaluate(KeywordMatcher.from_item(item))
 
@@ -174,13 +172,10 @@ def select_tiers(config: pytest.Config, items: list[pytest.Item]) -> None:
         return
     if not any(_is_benchmark_settings(m) for item in items for m in item.iter_markers("benchmark")):
         return
-    from _pytest.mark import MarkMatcher, _parse_expression
-
-    expr = _parse_expression(expr_text, "Wrong expression passed to '-m'")
+    expr = _expression(config, "markexpr", "-m")
     kept, dropped = [], []
     for item in items:
-        marks = [m for m in item.iter_markers() if not _is_benchmark_settings(m)]
-        (kept if expr.evaluate(MarkMatcher.from_markers(marks)) else dropped).append(item)
+        (kept if _tier_match(expr, item) else dropped).append(item)
     if dropped:
         config.hook.pytest_deselected(items=dropped)
         items[:] = kept
@@ -189,6 +184,21 @@ def select_tiers(config: pytest.Config, items: list[pytest.Item]) -> None:
 
 
 _MARKEXPR_KEY = pytest.StashKey[str]()
+
+
+def _expression(config: pytest.Config, option: str, flag: str) -> Any:
+    """The parsed `-m` or `-k` expression (a usage error when malformed, as pytest's own), or None when unset."""
+    from _pytest.mark import _parse_expression
+
+    text = config.getoption(option, "")
+    return _parse_expression(text, f"Wrong expression passed to '{flag}'") if text else None
+
+
+def _tier_match(expr: Any, item: pytest.Item) -> bool:
+    """`-m` read with the harness's tiers: pytest-benchmark's settings marker is not the benchmark tier."""
+    from _pytest.mark import MarkMatcher
+
+    return expr.evaluate(MarkMatcher.from_markers([m for m in item.iter_markers() if not _is_benchmark_settings(m)]))
 
 
 def restore_markexpr(config: pytest.Config) -> None:
