@@ -1,6 +1,6 @@
 """A million vectors (issue #29 item 4): seeded clustered 384-d vectors, LanceDB exact search against NumPy brute
 force at 10⁵, and at 10⁶ an IVF-PQ index tuned to recall@10 >= 0.95, its speed against exact search; build time,
-queries/s and peak memory recorded (harness.retrieval.index.ann_probe, a fresh process per size). Goals from the
+queries/s and peak memory recorded (harness._probes.ann, a fresh process per size). Goals from the
 issue: at 10⁵ LanceDB exact within 2× of NumPy per query batch; at 10⁶ ANN >= 10× faster than exact at recall@10
 >= 0.95. Opt-in: `pytest -m benchmark benchmarks/test_ann_million.py --machine-benchmarks`, alone on the machine."""
 from __future__ import annotations
@@ -15,7 +15,7 @@ pytestmark = pytest.mark.benchmark
 
 
 def _probe(n: int, folder, *flags: str) -> dict:
-    proc = subprocess.run([sys.executable, "-m", "harness.retrieval.index.ann_probe", str(n), str(folder), *flags],
+    proc = subprocess.run([sys.executable, "-m", "harness._probes.ann", str(n), str(folder), *flags],
                           capture_output=True, text=True, check=True)
     return json.loads(proc.stdout.strip().splitlines()[-1])
 

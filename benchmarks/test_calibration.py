@@ -11,7 +11,7 @@ import pytest
 from harness import provenance
 from harness.metrics import evaluate
 from harness.stats import calibration as calib
-from harness.stats.effect import VERDICT_INTERVAL
+from harness.stats._effect import VERDICT_INTERVAL
 
 pytestmark = pytest.mark.benchmark
 SEED = 14

@@ -1,6 +1,6 @@
 """Embedding at the machine's limit (issue #29 item 1): passages/s of each encoding path on Cranfield and on
 halueval-qa's passages beside the limit that the machine's measured float32 matmul rate sets for this encoder
-(harness.retrieval.embed_throughput), and how far batched vectors move from one-at-a-time ones. Figures, not
+(harness._probes.embed_throughput), and how far batched vectors move from one-at-a-time ones. Figures, not
 verdicts, opt-in: `pytest -m benchmark benchmarks/test_embedding_throughput.py --machine-benchmarks`, alone on
 the machine (every path encodes cold: no vector cache)."""
 from __future__ import annotations
@@ -19,7 +19,7 @@ SAMPLE = 1000  # passages per set (seeded sample; Cranfield has 1,400): four col
 def machine(pytestconfig):
     if not pytestconfig.getoption("machine_benchmarks"):
         pytest.skip("a measurement of the machine, not a claim: opt in with --machine-benchmarks")
-    from harness.llm.throughput import measure_machine
+    from harness._probes.llm_throughput import measure_machine
 
     return measure_machine(os.cpu_count() or 1)
 
@@ -36,7 +36,7 @@ def _paths():
 @pytest.mark.parametrize("name", ["cranfield", "halueval-qa"])
 def test_embedding_throughput_against_the_limit(name, machine, rag_beir_dataset, rag_measure):
     from harness.retrieval.embed import packaged_model_path
-    from harness.retrieval.embed_throughput import EncoderShape, min_cosine, passages_per_s_limit, time_encoding
+    from harness._probes.embed_throughput import EncoderShape, min_cosine, passages_per_s_limit, time_encoding
 
     docs = list(rag_beir_dataset(name).corpus.values())
     texts = [d.full_text for d in random.Random(0).sample(docs, min(SAMPLE, len(docs)))]

@@ -1,5 +1,5 @@
 """Streaming ingestion's resident memory at 10⁵ and 10⁶ passages (issue #29 item 2): each size ingested in a
-fresh process (harness.retrieval.index.ingest_probe, hashing embedder, batches of 1,024); the peak must not grow
+fresh process (harness._probes.ingest, hashing embedder, batches of 1,024); the peak must not grow
 with the corpus the way holding it would (10× the passages, far less than 10× the memory). Opt-in:
 `pytest -m benchmark benchmarks/test_ingest_memory.py --machine-benchmarks`."""
 from __future__ import annotations
@@ -19,7 +19,7 @@ def probes(pytestconfig, tmp_path_factory):
         pytest.skip("a measurement of the machine, not a claim: opt in with --machine-benchmarks")
     out = {}
     for n in (100_000, 1_000_000):
-        proc = subprocess.run([sys.executable, "-m", "harness.retrieval.index.ingest_probe", str(n),
+        proc = subprocess.run([sys.executable, "-m", "harness._probes.ingest", str(n),
                                str(tmp_path_factory.mktemp(f"ingest{n}"))], capture_output=True, text=True, check=True)
         out[n] = json.loads(proc.stdout.strip().splitlines()[-1])
     return out

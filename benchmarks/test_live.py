@@ -29,7 +29,7 @@ from harness.llm.spend import Spend
 from harness.retrieval.embed import HashingEmbedder
 from harness.retrieval.rerank import SentenceMaxSimReranker
 from harness.runner import run_experiments
-from harness.techniques.e2e4 import EXPERIMENTS, dry_run_responder
+from harness.techniques.e2e4.pipelines import EXPERIMENTS, dry_run_responder
 
 pytestmark = pytest.mark.benchmark
 KB = Path(__file__).resolve().parents[1] / "fixtures" / "retail_kb"

@@ -1,6 +1,6 @@
 """Local inference at the machine's speed (issue #28 item 3): prompt-processing and generation tokens/s of the
 local llama.cpp server (xllamacpp) with 1, 2 and 4 slots at as many concurrent requests, and with 1 and 2 threads,
-beside the machine's limits (harness.llm.throughput). Figures, not verdicts, opt-in:
+beside the machine's limits (harness._probes.llm_throughput). Figures, not verdicts, opt-in:
 `pytest -m benchmark benchmarks/test_local_inference.py --machine-benchmarks`, alone on the machine."""
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ pytestmark = pytest.mark.benchmark
 def machine(pytestconfig):
     if not pytestconfig.getoption("machine_benchmarks"):
         pytest.skip("a measurement of the machine, not a claim: opt in with --machine-benchmarks")
-    from harness.llm import throughput as tp
+    from harness._probes import llm_throughput as tp
 
     return tp.measure_machine(2)
 
@@ -21,7 +21,7 @@ def machine(pytestconfig):
 @pytest.mark.parametrize("threads", [1, 2])
 @pytest.mark.parametrize("slots", [1, 2, 4])
 def test_local_inference_throughput(rag_config, machine, slots, threads, rag_measure):
-    from harness.llm import throughput as tp
+    from harness._probes import llm_throughput as tp
     from harness.llm.local import LocalModelServer, LocalModelUnavailable
 
     model = rag_config.harness.llm.model

@@ -1,5 +1,5 @@
 """Encoding throughput of the Ray path (issue #29 item 5) at 1 and 2 workers: `ray_index_corpus` over the same
-seeded corpus (400 passages of ~60 words, `harness.retrieval.index.ingest_probe.write_corpus`) with the default
+seeded corpus (400 passages of ~60 words, `harness._probes.ingest.write_corpus`) with the default
 int8 ONNX embedder, one actor per CPU with one ONNX thread each, on a local Ray of 2 CPUs. Passages/s is over the
 Ray pipeline's wall time (actor start-up, encoding, the workers' Lance writes), one run each. Opt-in:
 `pytest -m benchmark benchmarks/test_ray_throughput.py --machine-benchmarks` (needs `.[ray]`)."""
@@ -8,7 +8,7 @@ from __future__ import annotations
 import pytest
 
 from harness.retrieval.embed import ONNX_INT8_MINILM
-from harness.retrieval.index.ingest_probe import write_corpus
+from harness._probes.ingest import write_corpus
 from harness.retrieval.index.lancedb_store import LanceStore
 
 pytestmark = [pytest.mark.benchmark, pytest.mark.filterwarnings("ignore:lance is not fork-safe:UserWarning")]

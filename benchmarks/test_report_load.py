@@ -27,8 +27,8 @@ def _report(tmp_path):
     from harness.report.collector import Collector
     from harness.report.per_query import per_query_context
     from harness.report.writer import build_results, write_results
-    from harness.stats.effect import paired_effect
-    from harness.stats.verdict import Decision, decide
+    from harness.stats._effect import paired_effect
+    from harness.stats._verdict import Decision, decide
 
     rng = np.random.default_rng(0)
     specs, collector = [], Collector()

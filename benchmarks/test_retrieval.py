@@ -174,8 +174,8 @@ def test_ann_keeps_the_retrieval_verdicts(rag_dataset_name, rag_dataset, rag_emb
     import random
 
     from harness.retrieval.index.lancedb_store import LanceStore
-    from harness.stats.effect import paired_effect
-    from harness.stats.verdict import Decision, decide
+    from harness.stats._effect import paired_effect
+    from harness.stats._verdict import Decision, decide
 
     store = LanceStore(tmp_path_factory.mktemp(f"ann-{rag_dataset_name}"), "corpus", ann_threshold=0)
     store.index(list(rag_dataset.corpus.values()), rag_embedder)

@@ -25,15 +25,15 @@ _EXPORTS = {
     # techniques
     "HyDE": "harness.techniques.hyde", "CRAG": "harness.techniques.crag", "RAGFusion": "harness.techniques.fusion",
     "LLMRewriter": "harness.techniques.rewrite", "WSOPPipeline": "harness.techniques.wsop",
-    "RET": "harness.techniques.ret", "run_experiments": "harness.runner",
-    "Technique": "harness.techniques.registry", "TechniqueResult": "harness.techniques.registry",
-    "Services": "harness.techniques.registry", "Arm": "harness.techniques.registry", "TopK": "harness.techniques.registry",
-    "build_technique": "harness.techniques.registry", "register_technique": "harness.techniques.registry",
-    "technique_names": "harness.techniques.registry",
+    "RET": "harness.techniques.ret.triangulation", "run_experiments": "harness.runner",
+    "Technique": "harness.techniques._registry", "TechniqueResult": "harness.techniques._registry",
+    "Services": "harness.techniques._registry", "Arm": "harness.techniques._registry", "TopK": "harness.techniques._registry",
+    "build_technique": "harness.techniques._registry", "register_technique": "harness.techniques._registry",
+    "technique_names": "harness.techniques._registry",
     # metrics and statistics
     "evaluate": "harness.metrics", "parse_measure": "harness.metrics", "score_run": "harness.metrics.runs",
-    "compare_runs": "harness.metrics.runs", "paired_effect": "harness.stats.effect",
-    "proportion_effect": "harness.stats.effect", "decide": "harness.stats.verdict",
+    "compare_runs": "harness.metrics.runs", "paired_effect": "harness.stats._effect",
+    "proportion_effect": "harness.stats._effect", "decide": "harness.stats._verdict",
 }
 __all__ = sorted(_EXPORTS)
 
@@ -51,14 +51,14 @@ if TYPE_CHECKING:  # for type checkers and IDEs: the same names, eagerly
     from harness.retrieval.rerank import make_reranker
     from harness.retrieval import Retriever
     from harness.runner import run_experiments
-    from harness.stats.effect import paired_effect, proportion_effect
-    from harness.stats.verdict import decide
+    from harness.stats._effect import paired_effect, proportion_effect
+    from harness.stats._verdict import decide
     from harness.techniques.crag import CRAG
     from harness.techniques.fusion import RAGFusion
     from harness.techniques.hyde import HyDE
-    from harness.techniques.registry import (Arm, Services, Technique, TechniqueResult, TopK, build_technique,
+    from harness.techniques._registry import (Arm, Services, Technique, TechniqueResult, TopK, build_technique,
                                              register_technique, technique_names)
-    from harness.techniques.ret import RET
+    from harness.techniques.ret.triangulation import RET
     from harness.techniques.rewrite import LLMRewriter
     from harness.techniques.wsop import WSOPPipeline
     from harness.types import Chunk, Document, Hit, Query, Trace

@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 
 from harness.config import DEFAULT_LOCAL_MODEL
-from harness.report.html import render_comparison, render_html
+from harness.report.html.page import render_comparison, render_html
 
 
 def _load(path: str) -> dict:
@@ -153,7 +153,7 @@ def _techniques(args: argparse.Namespace) -> int:
     import importlib
 
     from harness.config import ConfigError, load_config
-    from harness.techniques.registry import describe_params, get_technique, technique_names, technique_params
+    from harness.techniques._registry import describe_params, get_technique, technique_names, technique_params
 
     import os
 
@@ -343,7 +343,7 @@ def main(argv: list[str] | None = None) -> int:
     out = Path(args.output)
     out.parent.mkdir(parents=True, exist_ok=True)
     if args.cmd == "compare":
-        from harness.report.html import verdict_transitions
+        from harness.report.html.page import verdict_transitions
 
         base, cand = _load(args.baseline), _load(args.candidate)
         out.write_text(render_comparison(base, cand), encoding="utf-8")

@@ -19,8 +19,8 @@ from harness.parallel import ordered_map
 from harness.progress import progress
 from harness.config import HarnessConfig
 from harness.retrieval import Retriever
-from harness.techniques.e2e4 import EXPERIMENTS, chunk_record, dry_run_responder, index_kb
-from harness.techniques.registry import Services, build_technique
+from harness.techniques.e2e4.pipelines import EXPERIMENTS, chunk_record, dry_run_responder, index_kb
+from harness.techniques._registry import Services, build_technique
 from harness.types import Query
 
 LOG_NAME = "rag_harness.e2e4"

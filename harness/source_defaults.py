@@ -6,9 +6,9 @@ the places that hold it. A place is one of
     config:wsop.hyde.temperature                       a field of HarnessConfig (or of a given configuration)
     technique:crag.k                                   a registered technique's parameter (its Params default, then
                                                        the configuration's section)
-    code:harness.techniques.ret:FOCUS_TERMS            a module constant or class attribute
+    code:harness.techniques.ret.triangulation:FOCUS_TERMS            a module constant or class attribute
     code:harness.techniques.hyde:HyDE(temperature)     a parameter's default (a function's, or a class's __init__)
-    call:harness.techniques.ret:mcq_blend(1.0, 0.0, None)   what a function returns for literal arguments
+    call:harness.techniques.ret.triangulation:mcq_blend(1.0, 0.0, None)   what a function returns for literal arguments
 
 `python -m harness.source_defaults` prints the README table.
 """
@@ -88,7 +88,7 @@ def resolve(place: str, config: HarnessConfig | None = None) -> Any:
             node = getattr(node, part)
         return node
     if kind == "technique":
-        from harness.techniques.registry import technique_params
+        from harness.techniques._registry import technique_params
 
         name, _, param = ref.partition(".")
         return getattr(technique_params(name, config if config is not None else HarnessConfig()), param)

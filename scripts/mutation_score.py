@@ -16,7 +16,7 @@ NO_TESTS = {5, 33}
 
 
 def package_of(mutant: str) -> str:
-    mod = mutant.split(".x", 1)[0]  # harness.stats.effect.x_paired_effect__mutmut_3 -> harness.stats.effect
+    mod = mutant.split(".x", 1)[0]  # harness.stats._effect.x_paired_effect__mutmut_3 -> harness.stats._effect
     parts = mod.split(".")
     return ".".join(parts[:2]) if len(parts) > 2 else mod
 

@@ -8,7 +8,7 @@ import pytest
 from harness.retrieval import Retriever
 from harness.retrieval.index.lancedb_store import LanceStore
 from harness.techniques.crag import LocalWebSearch
-from harness.techniques.registry import Services
+from harness.techniques._registry import Services
 
 pytestmark = pytest.mark.integration
 

@@ -15,8 +15,8 @@ import pytest
 
 from harness.data import DataError, load_experiment_inputs
 from harness.runner import completed_ids, run_experiments, validate_results
-from harness.techniques.e2e4 import EXPERIMENTS, E2Standard, best_e4, parse_e4, register_experiment
-from harness.techniques.e2e4_reasoning import has_reasoning
+from harness.techniques.e2e4.pipelines import EXPERIMENTS, E2Standard, best_e4, parse_e4, register_experiment
+from harness.techniques.e2e4.reasoning import has_reasoning
 
 from .conftest import FIXTURES
 
@@ -106,7 +106,7 @@ def test_services_ready_before_first_query(dry_run, rag_check):
 def test_indexing_survives_embedding_failures(tmp_path, rag_hashing_embedder, rag_check):
     from harness.retrieval.embed import RetryingEmbedder
     from harness.retrieval.index.lancedb_store import LanceStore
-    from harness.techniques.e2e4 import index_kb
+    from harness.techniques.e2e4.pipelines import index_kb
 
     class Flaky:
         name, dim, fails = rag_hashing_embedder.name, rag_hashing_embedder.dim, 2

@@ -132,7 +132,7 @@ def real_run(tmp_path_factory, rag_embedder):
 def _real_run(tmp_path_factory, embedder):
     from harness.llm.client import LLMClient
     from harness.llm.scripted import register
-    from harness.techniques.e2e4 import dry_run_responder
+    from harness.techniques.e2e4.pipelines import dry_run_responder
 
     llm = LLMClient(register("e2e4-real", dry_run_responder()))
     outs = []
@@ -177,7 +177,7 @@ def test_chunk_count(rag_check):
 @pytest.mark.spec("E2E4-FR2-2")
 def test_all_chunks_searchable(rag_embedder, tmp_path, rag_check):
     from harness.retrieval.index.lancedb_store import LanceStore
-    from harness.techniques.e2e4 import index_kb
+    from harness.techniques.e2e4.pipelines import index_kb
 
     store = LanceStore(tmp_path / "db", "kb")
     index_kb(load_experiment_inputs(KB), store, rag_embedder)

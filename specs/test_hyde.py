@@ -6,7 +6,7 @@ import pytest
 
 from harness.llm.client import LLMClient
 from harness.llm.scripted import register
-from harness.metrics.text import jaccard
+from harness.metrics._text import jaccard
 from harness.prompts import render
 from harness.techniques.hyde import HyDE
 from harness.techniques.parsing import content_words

@@ -13,7 +13,7 @@ from harness.judge import (ClaimItem, LexicalJudge, LLMJudge, answered_rate, coh
                            judge_answer, krippendorff_alpha)
 from harness.judge.labelled import load_labelled_answers
 from harness.judge.reliability import JudgeReliability
-from harness.techniques.e2e4_eval import abstains
+from harness.techniques.e2e4.evaluation import abstains
 
 pytestmark = pytest.mark.unit
 
@@ -111,8 +111,8 @@ def test_lexical_baseline_on_the_hand_labelled_set(rag_check, rag_measure):
 @pytest.mark.spec("JUDGE-UNRELIABLE-FLAG")
 def test_a_claim_resting_on_an_unreliable_judge_is_not_supported(rag_check):
     from harness.judge.reliability import hold_on_unreliable_judge
-    from harness.stats.effect import paired_effect
-    from harness.stats.verdict import Decision, decide
+    from harness.stats._effect import paired_effect
+    from harness.stats._verdict import Decision, decide
 
     effect = paired_effect([0.0] * 40, [0.5] * 20 + [1.0] * 20)  # hallucination down by 0.75, every query
     assert decide(effect, "<", 0.0, Decision(rule="ci")).verdict == "supported"
@@ -217,7 +217,7 @@ def test_judge_spend_is_kept_apart_from_the_pipeline(rag_scripted_llm):
 
 
 def test_judge_lines_say_when_a_judge_is_unreliable():
-    from harness.report.html import judge_lines
+    from harness.report.html.page import judge_lines
 
     weak = JudgeReliability("tiny", "halueval-qa", 400, 0.05, (0.0, 0.1), 0.52, (0.47, 0.57), flip_rate=0.0, flip_n=400)
     good = JudgeReliability("big", "halueval-qa", 400, 0.8, (0.74, 0.86), 0.9, (0.87, 0.93), flip_rate=0.01, flip_n=400)

@@ -8,7 +8,7 @@ import pytest
 from harness.catalogue import Catalogue, Spec
 from harness.report.collector import Collector
 from harness.report.summary import spec_rows
-from harness.stats.verdict import Decision
+from harness.stats._verdict import Decision
 
 pytestmark = pytest.mark.unit
 

@@ -6,7 +6,7 @@ import json
 import numpy as np
 import pytest
 
-from harness.techniques.ret import (
+from harness.techniques.ret.triangulation import (
     COVERAGE_HEADER, RET, Hypothesis, RETConfig, build_retrieval_plan, coverage_table, extract_fingerprints,
     fingerprint_coverage, generate_hypotheses, mcq_blend, synthesis_prompt,
 )
@@ -117,7 +117,7 @@ def test_budget_guard_reads_the_runs_spend(rag_scripted_llm, ret_retriever, rag_
     has less than RET's estimate left of `max_cost_usd` ($0.03): RET is skipped and calls no model."""
     from harness.config import HarnessConfig, ModelPrice
     from harness.llm.scripted import by_kind
-    from harness.techniques.registry import Services, build_technique
+    from harness.techniques._registry import Services, build_technique
     from harness.types import Query, Trace
 
     calls, answer = [], by_kind(script())
@@ -170,7 +170,7 @@ def test_completion_variant_reads_tiny_model_lists(rag_scripted_llm, ret_retriev
 
 # ---------------------------------------------------------------- the gates' own rules (issue #31), by hand
 def _ret_result(hyps: list[str], fps: dict[str, list[str]], docs: list, skip_reason: str | None = None):
-    from harness.techniques.ret import RetResult
+    from harness.techniques.ret.triangulation import RetResult
 
     return RetResult(Q, [Hypothesis(hypothesis=h) for h in hyps], fps, {}, docs, None, skip_reason)
 
@@ -179,9 +179,9 @@ def _ret_result(hyps: list[str], fps: dict[str, list[str]], docs: list, skip_rea
 def test_no_gate_passes_on_a_run_where_ret_did_not_run(rag_catalogue, rag_check):
     """20 MCQ pairs: RET ran on 5 (right where the baseline was wrong, +$0.0001 and +3 s each) and was skipped
     (`budget`) on 15 (same pick, cost and time). Unguarded, gates 1, 5 and 6 would read supported / pass."""
-    from harness.stats.effect import paired_effect
-    from harness.stats.verdict import decide, decide_estimate
-    from harness.techniques.ret_eval import ArmRun, added_cost_ratio, added_latency, fallback_rate, run_fell_back
+    from harness.stats._effect import paired_effect
+    from harness.stats._verdict import decide, decide_estimate
+    from harness.techniques.ret.gates import ArmRun, added_cost_ratio, added_latency, fallback_rate, run_fell_back
     from harness.types import Trace
 
     off, on = [], []
@@ -209,7 +209,7 @@ def test_a_question_whose_gold_left_the_top_k_scores_the_worst_tau(rag_check):
     """q0: off [0,1,0] (tau 0: one concordant, one discordant pair), on [1,0,0] (tau-b 2/sqrt(3*2)); q1: RET lost the
     gold, off [1,0,0] (2/sqrt(6)), on [0,0,0] (-1 by the rule); q2: no gold in either arm (left out). The mean paired
     difference is ((2/sqrt(6) - 0) + (-1 - 2/sqrt(6))) / 2 = -0.5; dropping q1 would read +0.816."""
-    from harness.techniques.ret_eval import ArmRun, paired_taus
+    from harness.techniques.ret.gates import ArmRun, paired_taus
 
     rows = [([0, 1, 0], [1, 0, 0]), ([1, 0, 0], [0, 0, 0]), ([0, 0, 0], [0, 0, 0])]
     off = [ArmRun(f"q{i}", True, a) for i, (a, _) in enumerate(rows)]
@@ -224,7 +224,7 @@ def test_a_question_whose_gold_left_the_top_k_scores_the_worst_tau(rag_check):
 def test_a_tie_for_top_coverage_credits_no_hypothesis(rag_check):
     """Gold option "14 days" in both questions. Clear: 14 days covers 2/2 fingerprints in the passage, 30 days 0/2:
     aligned. Tie: both cover 1/1, and the first generated ("14 days") names the gold: unmatched. Rate 1/2."""
-    from harness.techniques.ret_eval import hypothesis_alignment, top_coverage_hypothesis
+    from harness.techniques.ret.gates import hypothesis_alignment, top_coverage_hypothesis
 
     options, docs = ["14 days", "30 days", "60 days", "90 days"], [Hit("d", 1.0, "Electronics returned within 14 days "
                                                                              "of delivery get a refund to the card.")]

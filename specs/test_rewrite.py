@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import pytest
 
-from harness.metrics.text import edit_distance
+from harness.metrics._text import edit_distance
 from harness.techniques.rewrite import LLMRewriter, PPORewardFunction, Seq2SeqRewriter
 from harness.types import Trace
 

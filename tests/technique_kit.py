@@ -18,7 +18,7 @@ from harness.llm.client import LLMClient
 from harness.llm.scripted import register
 from harness.retrieval import Retriever
 from harness.techniques.crag import LocalWebSearch
-from harness.techniques.registry import Services
+from harness.techniques._registry import Services
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 WHY = "the returns page for electronics lists a fixed window counted from the day the parcel is delivered to you"

@@ -1,4 +1,4 @@
-"""harness.retrieval.index.ann_probe's configuration comparison (issue #29 item 4) on a small table: every exact
+"""harness._probes.ann's configuration comparison (issue #29 item 4) on a small table: every exact
 configuration returns the oracle's top-k, and each ratio is its LanceDB time over its NumPy time."""
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import pyarrow as pa
 import pytest
 
 from harness.retrieval.index.ann import clustered_unit_vectors, exact_top_k
-from harness.retrieval.index.ann_probe import compare_configs
+from harness._probes.ann import compare_configs
 
 pytestmark = pytest.mark.unit
 

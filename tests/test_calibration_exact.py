@@ -7,7 +7,7 @@ import pytest
 from scipy import stats as st
 
 from harness.stats import calibration as calib
-from harness.stats.effect import mcnemar_midp
+from harness.stats._effect import mcnemar_midp
 from harness.stats.intervals import bca_from_replicates, t_interval
 
 pytestmark = pytest.mark.unit

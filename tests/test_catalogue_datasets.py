@@ -39,7 +39,7 @@ specs:
 TESTS = """
 import numpy as np
 import pytest
-from harness.stats.effect import paired_effect
+from harness.stats._effect import paired_effect
 
 BASE = np.full(30, 0.5)
 LIFT = {{"supported": np.tile([0.3, 0.2], 15), "refuted": np.tile([0.01, -0.03], 15)}}

@@ -10,7 +10,7 @@ import pytest
 
 from harness.config import ConfigError, HarnessConfig, leaf_fields, load_config
 from harness.llm.cache import ResponseCache
-from harness.techniques.registry import build_technique
+from harness.techniques._registry import build_technique
 from harness.types import Query
 
 from tests.technique_kit import make_services

@@ -5,7 +5,7 @@ import math
 
 import pytest
 
-from harness.techniques.e2e4_eval import all_queries_figure
+from harness.techniques.e2e4.evaluation import all_queries_figure
 
 pytestmark = pytest.mark.unit
 

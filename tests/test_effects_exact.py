@@ -9,10 +9,10 @@ import pytest
 from scipy import stats as st
 
 from harness.stats import calibration as calib
-from harness.stats.effect import Effect, paired_effect, proportion_effect
+from harness.stats._effect import Effect, paired_effect, proportion_effect
 from harness.stats.intervals import wilson_interval
-from harness.stats.paired import cohens_dz, relative_improvement_ci
-from harness.stats.verdict import Decision, decide, minimum_detectable_effect
+from harness.stats._paired import cohens_dz, relative_improvement_ci
+from harness.stats._verdict import Decision, decide, minimum_detectable_effect
 
 pytestmark = pytest.mark.unit
 
@@ -231,7 +231,7 @@ def test_headroom_on_the_lower_side():
 
 
 def test_paired_t_pvalue_degenerate_branches():
-    from harness.stats.effect import paired_t_pvalue
+    from harness.stats._effect import paired_t_pvalue
 
     assert math.isnan(paired_t_pvalue(np.array([]))) and math.isnan(paired_t_pvalue(np.array([0.2])))
     assert paired_t_pvalue(np.array([0.0])) == 1.0
@@ -241,7 +241,7 @@ def test_paired_t_pvalue_degenerate_branches():
 
 
 def test_mcnemar_midp_reads_truthiness():
-    from harness.stats.effect import mcnemar_midp
+    from harness.stats._effect import mcnemar_midp
 
     assert mcnemar_midp([1, 0], [1, 0]) == 1.0  # no discordant pair
     assert mcnemar_midp([2, 0, 3], [0, 0, 5]) == pytest.approx(mcnemar_midp([1, 0, 1], [0, 0, 1]))  # 2 reads True
@@ -266,7 +266,7 @@ def test_wilcoxon_drops_near_zero_differences_only():
 
 def test_paired_helpers_edge_cases():
     from harness.retrieval.rank_fusion import rrf_scores
-    from harness.stats.paired import relative_improvement, wilcoxon
+    from harness.stats._paired import relative_improvement, wilcoxon
 
     assert rrf_scores([["a", "b"]], k=0) == {"a": 1.0, "b": 0.5}
     with pytest.raises(ValueError, match="k must be non-negative"):
@@ -277,7 +277,7 @@ def test_paired_helpers_edge_cases():
 
 
 def test_verdict_objects_in_full():
-    from harness.stats.verdict import Verdict
+    from harness.stats._verdict import Verdict
 
     assert decide(Effect("difference", float("nan"), (float("nan"),) * 2, 0, float("nan")), ">=", 0.0,
                   Decision("ci")) == Verdict("inconclusive", "no paired observations", None, math.inf, True)
@@ -288,7 +288,7 @@ def test_verdict_objects_in_full():
     assert v.mde == pytest.approx(minimum_detectable_effect(0.3, 6)) and v.queries_needed is None
     half = Effect("difference", 0.12, (0.05, 0.19), 30, 0.2)
     v = decide(half, ">=", 0.1, Decision("ci", confidence=0.9))
-    from harness.stats.verdict import queries_needed
+    from harness.stats._verdict import queries_needed
 
     assert v.queries_needed == queries_needed(0.2, 0.02, confidence=0.9) and not v.untestable
     assert v.mde == pytest.approx(minimum_detectable_effect(0.2, 30, confidence=0.9))
@@ -393,7 +393,7 @@ def test_effect_fields_at_the_edges():
 
 
 def test_cohens_dz_degenerate_and_kendall_with_two_levels():
-    from harness.stats.paired import kendall_tau
+    from harness.stats._paired import kendall_tau
 
     assert cohens_dz([0.5], [0.2]) == math.inf and cohens_dz([0.2], [0.5]) == -math.inf
     assert cohens_dz([0.5, 0.75], [0.25, 0.5]) == math.inf and cohens_dz([0.25, 0.5], [0.5, 0.75]) == -math.inf
@@ -429,7 +429,7 @@ def test_power_simulation_step_by_step():
 
 def test_context_dicts_for_the_report():
     from harness.stats.latency import ratio_of
-    from harness.stats.verdict import Verdict
+    from harness.stats._verdict import Verdict
 
     r = ratio_of([1.0, 2.0, 4.0], [2.0, 3.0, 4.0])
     assert r.as_context() == {"kind": "latency_ratio", "iqr": [r.q25, r.q75], "rounds": 3,
@@ -446,7 +446,7 @@ def test_context_dicts_for_the_report():
 
 
 def test_bootstrap_ci_and_paired_difference_by_hand():
-    from harness.stats.paired import bootstrap_ci, paired_difference
+    from harness.stats._paired import bootstrap_ci, paired_difference
 
     x = np.array([0.1, 0.4, 0.35, 0.8, 0.05, 0.6, 0.3])
     idx = np.random.default_rng(3).integers(0, 7, size=(2000, 7))
@@ -484,7 +484,7 @@ def test_proportion_reads_truthiness():
 
 
 def test_mcnemar_exact_switch_and_relative_ci_by_hand():
-    from harness.stats.paired import holm, mcnemar
+    from harness.stats._paired import holm, mcnemar
 
     a = np.array([1] * 20 + [0] * 4 + [1] * 10, bool)
     b = np.array([0] * 20 + [1] * 4 + [1] * 10, bool)
@@ -502,7 +502,7 @@ def test_mcnemar_exact_switch_and_relative_ci_by_hand():
 
 
 def test_relative_improvement_ci_by_hand():
-    from harness.stats.paired import relative_improvement_ci
+    from harness.stats._paired import relative_improvement_ci
 
     a, b = _pair(17, n=25)
     idx = np.random.default_rng(2).integers(0, 25, size=(1500, 25))

@@ -1,4 +1,4 @@
-"""harness.retrieval.embed_throughput: the encoder's FLOPs per passage and the limit, computed by hand."""
+"""harness._probes.embed_throughput: the encoder's FLOPs per passage and the limit, computed by hand."""
 from __future__ import annotations
 
 import json
@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 from scipy.spatial.distance import cosine
 
-from harness.retrieval.embed_throughput import (EncodeRate, EncoderShape, flops_per_passage, min_cosine,
+from harness._probes.embed_throughput import (EncodeRate, EncoderShape, flops_per_passage, min_cosine,
                                                 passages_per_s_limit)
 
 MINILM = EncoderShape(layers=6, hidden=384, intermediate=1536, max_tokens=256)

@@ -98,7 +98,7 @@ def test_judge_one_label_control_rules_without_the_model_and_zeroes_kappa(monkey
     from harness.judge import LLMJudge
     from harness.judge.labelled import load_labelled_answers
     from harness.judge.reliability import JudgeReliability, kappa_effect
-    from harness.stats.verdict import decide
+    from harness.stats._verdict import decide
 
     def no_call(*a, **kw):
         raise AssertionError("the control asked the model")

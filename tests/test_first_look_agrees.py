@@ -44,7 +44,7 @@ def test_the_consistency_claim_reads_the_flags_figure_over_the_same_items():
 
 @pytest.mark.unit
 def test_the_judge_banner_says_what_its_flip_rate_counts():
-    from harness.report.html import judge_lines
+    from harness.report.html.page import judge_lines
 
     (line,) = judge_lines({"judges": {"j on hand": _reliability().as_context()}})
     assert ("flip rate 0.40 over the 5 items it ruled on (not reproduced when re-ruled in support_recheck wording "

@@ -9,7 +9,7 @@ import pytest
 from harness.prompts import load_prompts, render
 from harness.stats.latency import interleaved_ratio
 from harness.techniques.generation import numbered_sources
-from harness.techniques.registry import build_technique
+from harness.techniques._registry import build_technique
 from tests.technique_kit import SCRIPT, Recorder, make_services
 
 pytestmark = pytest.mark.unit

@@ -15,7 +15,7 @@ from harness.judge.labelled import LabelledClaim
 from harness.judge.llm_judge import Ruling, perturbed
 from harness.judge.reliability import recheck_flips
 from harness.judge.study import measure_agreement
-from harness.stats.verdict import Verdict, below_min_n, decide
+from harness.stats._verdict import Verdict, below_min_n, decide
 from tests.pytester_kit import new_project
 
 pytest_plugins = ["pytester"]
@@ -96,7 +96,7 @@ def test_a_kappa_from_fewer_items_than_the_spec_asks_cannot_be_supported(rag_scr
                                                                                            ("c0", "c1")))
     rel = measure_agreement([judge], _items(labels), "toy", lexical=False).reliability[judge.name]
     assert rel.n == 30 and rel.kappa == pytest.approx(cohen_kappa([not y for y in labels[:2]] + labels[2:], labels))
-    from harness.stats.effect import Effect
+    from harness.stats._effect import Effect
 
     effect = Effect("kappa", rel.kappa, rel.kappa_ci, rel.n, 1.0, interval_method="percentile bootstrap")
     v = decide(effect, spec.comparator, spec.threshold, spec.decision)

@@ -6,9 +6,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from harness.metrics import ranking
-from harness.metrics.registry import Measure, evaluate, mean_scores, parse_measure
-from harness.metrics.text import answer_match, edit_distance, exact_match, token_count, token_f1
+from harness.metrics import _ranking as ranking
+from harness.metrics._registry import Measure, evaluate, mean_scores, parse_measure
+from harness.metrics._text import answer_match, edit_distance, exact_match, token_count, token_f1
 
 pytestmark = pytest.mark.unit
 PYTREC = {"ndcg": "ndcg_cut_{k}", "recall": "recall_{k}", "p": "P_{k}", "map": "map_cut_{k}"}

@@ -12,8 +12,8 @@ import numpy as np
 import pytest
 
 from harness.data.trec import _lean, read_trec_qrels, read_trec_run
-from harness.metrics import ranking
-from harness.metrics.registry import evaluate
+from harness.metrics import _ranking as ranking
+from harness.metrics._registry import evaluate
 from harness.stats.latency import interleaved_best
 
 pytestmark = pytest.mark.unit

@@ -138,7 +138,7 @@ def test_run_experiments_with_an_unknown_model_stops_before_indexing(tmp_path: P
 @pytest.mark.unit
 def test_arms_that_failed_past_the_limit_read_error_not_inconclusive():
     from harness.stats import paired_effect
-    from harness.stats.verdict import MAX_FALLBACK_RATE, Decision, decide
+    from harness.stats._verdict import MAX_FALLBACK_RATE, Decision, decide
 
     CI = Decision("ci")
 
@@ -155,7 +155,7 @@ def test_arms_that_failed_past_the_limit_read_error_not_inconclusive():
 def test_an_error_on_any_dataset_is_the_claims_verdict_unless_another_refutes():
     from harness.catalogue import Spec
     from harness.report.summary import _overall
-    from harness.stats.verdict import Decision
+    from harness.stats._verdict import Decision
 
     spec = Spec(id="X", title="x", marker="benchmark", metric="m", comparator=">=", threshold=0.0,
                 source="s", decision=Decision("ci"))

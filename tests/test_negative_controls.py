@@ -43,8 +43,8 @@ def test_a_null_technique_is_never_supported():
     own comparator, threshold and decision rule."""
     import numpy as np
 
-    from harness.stats.effect import paired_effect, proportion_effect
-    from harness.stats.verdict import decide
+    from harness.stats._effect import paired_effect, proportion_effect
+    from harness.stats._verdict import decide
 
     x = np.random.default_rng(15).random(60)
     nulls = {"difference": paired_effect(x, x), "relative": paired_effect(x, x, relative=True),

@@ -22,7 +22,7 @@ specs:
     threshold: 1
     source: ours
 """
-# HYDE-001 is the protocol's (harness/specs/hyde.yaml): a unit-tier flag
+# HYDE-001 is the protocol's (harness/catalogue/hyde.yaml): a unit-tier flag
 TESTS = """
 import pytest
 

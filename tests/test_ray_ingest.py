@@ -14,7 +14,7 @@ import yaml
 from harness.config import HarnessSettings, load_config
 from harness.data.beir import iter_corpus, load_beir
 from harness.retrieval.embed import HashingEmbedder, NoCache
-from harness.retrieval.index.ingest_probe import write_corpus
+from harness._probes.ingest import write_corpus
 from harness.retrieval.index.lancedb_store import LanceStore
 from harness.retrieval.index.ray_ingest import RayIngestStats, table_uri
 from harness.retrieval.index.rows import Fingerprint, as_rows, content_fingerprint

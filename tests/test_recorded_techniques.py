@@ -14,8 +14,8 @@ from harness.data.jsonl import SkipLog
 from harness.retrieval.index.lancedb_store import LanceStore
 from harness.retrieval import Retriever
 from harness.techniques.crag import LocalWebSearch
-from harness.techniques.e2e4 import index_kb
-from harness.techniques.registry import Services, build_technique
+from harness.techniques.e2e4.pipelines import index_kb
+from harness.techniques._registry import Services, build_technique
 from harness.types import Query
 
 pytestmark = [pytest.mark.integration, pytest.mark.vcr]

@@ -7,7 +7,7 @@ import re
 import pytest
 
 from harness.cli import main
-from harness.report.html import render_comparison, render_html
+from harness.report.html.page import render_comparison, render_html
 
 pytestmark = pytest.mark.unit
 
@@ -83,7 +83,7 @@ def test_comparative_claims_share_one_axis_per_metric_with_zero_and_threshold():
     """Two datasets of one claim on one axis: by hand, values 0.02, -0.2, CI ends -0.01, 0.05, -0.3, -0.1, threshold
     0.05 and zero span [-0.3, 0.05]; padded by 5% (0.0175) the axis is [-0.3175, 0.0675], and on the 360 px plot
     (10 px margins) zero sits at 10 + 0.3175 / 0.385 * 340 = 290.4 px, the threshold at 10 + 0.3675 / 0.385 * 340 = 334.5 px."""
-    from harness.report.html_claims import claims_first_screen, metric_axes
+    from harness.report.html.claims import claims_first_screen, metric_axes
 
     row = _comparative("inconclusive", 0.02, [-0.01, 0.05])
     row["datasets"].append({"dataset": "e", "verdict": "refuted", "value": -0.2, "ci": [-0.3, -0.1]})
@@ -96,7 +96,7 @@ def test_comparative_claims_share_one_axis_per_metric_with_zero_and_threshold():
 
 
 def test_compare_lists_verdict_transitions(tmp_path, capsys):
-    from harness.report.html import verdict_transitions
+    from harness.report.html.page import verdict_transitions
 
     a = {**results(0.5), "specs": [_comparative("inconclusive", 0.02, [-0.01, 0.05])]}
     b = {**results(0.5), "specs": [_comparative("supported", 0.09, [0.06, 0.12])]}
@@ -130,7 +130,7 @@ def test_provenance_hashes_content_and_merges_traffic(tmp_path):
 
 
 def test_dataset_cards_list_counts_hash_source_and_licence():
-    from harness.report.html import dataset_cards
+    from harness.report.html.page import dataset_cards
 
     prov = {"datasets": {"halueval-qa": {"path": "/d/halueval-qa", "sha256": "abc123", "card": {
         "counts": {"questions": 8000, "passages": 9936, "false_premise": 0}, "licence": "MIT",
@@ -147,7 +147,7 @@ def test_dataset_cards_list_counts_hash_source_and_licence():
 def _control_outcome(verdict: str, under_control: str, rule: str = "ci") -> str:
     from harness.catalogue import Spec
     from harness.report.summary import _control_summary
-    from harness.stats.verdict import Decision
+    from harness.stats._verdict import Decision
 
     spec = Spec("C-1", "t", "benchmark", "m", ">", 0.0, "s", decision=Decision(rule=rule), control="ctl")
     run = {"outcome": "killed", "breaks": "b", "detail": "", "nodeid": "n", "checks": [{"verdict": under_control}]}

@@ -47,7 +47,7 @@ TESTS = """
 import numpy as np
 import pytest
 from harness.report.per_query import per_query_context
-from harness.stats.effect import paired_effect
+from harness.stats._effect import paired_effect
 
 @pytest.mark.spec("HYDE-900")
 @pytest.mark.parametrize("dataset", ["alpha", "beta"])

@@ -10,7 +10,7 @@ import stat
 import numpy as np
 import pytest
 
-from harness.report.html_format import hash_label, plain
+from harness.report.html.formatting import hash_label, plain
 from harness.report.per_query import outcome, per_query_context, picks, read_per_query, truncate
 from tests.pytester_kit import new_project
 
@@ -78,7 +78,7 @@ def _entry(**kw):
 
 @pytest.mark.unit
 def test_a_claims_reasoning_is_in_full_and_its_table_is_inert_data():
-    from harness.report.html_query_table import claim_details, reasoning
+    from harness.report.html.query_table import claim_details, reasoning
 
     row = {"id": "HYDE-003", "title": "t", "verdict": "inconclusive", "metric": "m", "comparator": ">=",
            "threshold": 0.05, "decision": {"rule": "ci", "text": "95% CI vs threshold"}}
@@ -126,7 +126,7 @@ def test_a_failed_claims_message_shows_numbers_not_numpy_reprs(pytester):
     project = new_project(pytester, CATALOGUE)
     project.makepyfile(test_msg="""
         import pytest
-        from harness.stats.effect import paired_effect
+        from harness.stats._effect import paired_effect
 
         @pytest.mark.spec("MSG-001")
         def test_lift(rag_check):
@@ -141,7 +141,7 @@ def test_a_failed_claims_message_shows_numbers_not_numpy_reprs(pytester):
 
 @pytest.mark.unit
 def test_provenance_reads_as_text_not_a_python_dict():
-    from harness.report.html_tables import _provenance
+    from harness.report.html.tables import _provenance
 
     html = _provenance({"git_commit": "abc", "datasets": {"scifact": {
         "path": "/d/scifact", "sha256": "0123456789abcdef", "card": {"licence": "CC-BY", "counts": {"queries": 3}}}},
@@ -154,7 +154,7 @@ def test_provenance_reads_as_text_not_a_python_dict():
 @pytest.mark.unit
 def test_technique_outputs_name_what_the_model_wrote():
     from harness.report.per_query import technique_outputs
-    from harness.techniques.registry import TechniqueResult
+    from harness.techniques._registry import TechniqueResult
     from harness.types import Hit
 
     hits = [Hit(id=f"d{i}", score=1.0 / (i + 1)) for i in range(12)]
@@ -168,7 +168,7 @@ def test_technique_outputs_name_what_the_model_wrote():
 @pytest.mark.unit
 def test_retrieval_chart_draws_one_bar_per_distinct_figure_named_by_its_query_count():
     """Several claims measure the dense arm: the same figure twice is one bar, different figures say their n."""
-    from harness.report.html_charts import _retrieval_charts
+    from harness.report.html.charts import _retrieval_charts
 
     def m(tech, n, value, test):
         return {"name": "nDCG@10", "value": value, "nodeid": f"benchmarks/x.py::{test}[cranfield]",

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 from scipy import stats as st
 
-from harness.techniques.ret_eval import (ArmRun, added_cost_ratio, added_latency, fallback_rate,
+from harness.techniques.ret.gates import (ArmRun, added_cost_ratio, added_latency, fallback_rate,
                                          fingerprint_recall_lift, gate_tau, hypothesis_alignment, hypothesis_option,
                                          paired_taus, run_fell_back, selection_tau, top_coverage_hypothesis)
 from tests.pytester_kit import new_project
@@ -118,7 +118,7 @@ class _NoDocs:
 @pytest.mark.unit
 def test_budget_guard_prices_the_stage_and_never_reads_an_unpriced_model_as_free(rag_scripted_llm):
     from harness.config import ModelPrice
-    from harness.techniques.ret import RET, RETConfig
+    from harness.techniques.ret.triangulation import RET, RETConfig
 
     llm = rag_scripted_llm(lambda m, p: "1. A - because it is", name="ret-price")
     ret = RET(llm, RETConfig(enable_ret=True, max_cost_usd=0.03))
@@ -133,7 +133,7 @@ def test_budget_guard_prices_the_stage_and_never_reads_an_unpriced_model_as_free
 
 
 def _res(skip_reason=None, hyps=(), fps=None, docs=()):
-    from harness.techniques.ret import Hypothesis, RetResult
+    from harness.techniques.ret.triangulation import Hypothesis, RetResult
 
     return RetResult("q?", [Hypothesis(hypothesis=h) for h in hyps], fps or {}, {}, list(docs), None, skip_reason)
 
@@ -162,7 +162,7 @@ def test_every_figure_carries_the_fallback_rate_of_its_own_questions():
 
 @pytest.mark.unit
 def test_a_point_estimate_on_a_fallback_run_cannot_pass():
-    from harness.stats.verdict import MAX_FALLBACK_RATE, decide_estimate
+    from harness.stats._verdict import MAX_FALLBACK_RATE, decide_estimate
 
     assert decide_estimate(True).verdict == "pass" and decide_estimate(True, fallback_rate=MAX_FALLBACK_RATE).verdict == "pass"
     v = decide_estimate(True, fallback_rate=0.75)
@@ -188,7 +188,7 @@ def test_a_tie_for_the_top_coverage_credits_no_hypothesis():
 @pytest.mark.unit
 def test_the_budget_guard_reads_the_questions_own_run(rag_scripted_llm):
     """Per question: the cost its trace recorded before RET, not another question's or another technique's."""
-    from harness.techniques.ret import RET, RETConfig
+    from harness.techniques.ret.triangulation import RET, RETConfig
     from harness.types import Trace
 
     ret = RET(rag_scripted_llm(lambda m, p: "", name="ret-per-question"), RETConfig(enable_ret=True, max_cost_usd=0.03))

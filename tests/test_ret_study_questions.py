@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from harness.data.qa import QADataset, QAItem
-from harness.techniques.ret_mcq import RetQuestion, qa_study, retail_study
+from harness.techniques.ret.mcq import RetQuestion, qa_study, retail_study
 from harness.types import Hit
 
 pytestmark = pytest.mark.unit
@@ -61,7 +61,7 @@ def test_retail_study_keeps_its_pages_as_the_relevance_label():
 
 
 def test_the_choice_is_a_capital_letter_standing_alone():
-    from harness.techniques.ret_mcq import parse_choice
+    from harness.techniques.ret.mcq import parse_choice
 
     assert parse_choice("B") == 1 and parse_choice("(C) because") == 2 and parse_choice("Answer: D.") == 3
     assert parse_choice("a cat sat on the mat") is None, "the article 'a' is not option A"

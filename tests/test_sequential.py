@@ -5,11 +5,11 @@ import numpy as np
 import pytest
 
 from harness.stats import calibration as calib
-from harness.stats.effect import paired_effect
+from harness.stats._effect import paired_effect
 from harness.stats.sequential import (
     SequentialDesign, constant_shape_boundaries, crossing_probability, run_sequential, spending_boundaries, spent,
 )
-from harness.stats.verdict import Decision, decide
+from harness.stats._verdict import Decision, decide
 
 pytestmark = pytest.mark.unit
 

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from harness.stats.sequential import SequentialDesign, against_fixed_n
-from harness.stats.verdict import Decision
+from harness.stats._verdict import Decision
 
 pytestmark = pytest.mark.unit
 RECORDED = Path(__file__).resolve().parents[1] / "fixtures" / "sequential" / "smollm2-fixed30.json"

@@ -80,7 +80,7 @@ def test_resolve_reads_constants_parameter_defaults_and_calls():
     # by hand: a is first, then second: 1/61 + 1/62 = 0.032522...; b is first once: 1/61 = 0.016393...
     assert resolve("call:harness.retrieval.rank_fusion:rrf_scores([['a'], ['b', 'a']])") == \
         pytest.approx({"a": 0.0325224, "b": 0.0163934}, abs=1e-7)
-    assert resolve("call:harness.techniques.ret:mcq_blend(1.0, 0.0, 0.0, 0.4)") == pytest.approx(0.7 - 0.3)
+    assert resolve("call:harness.techniques.ret.triangulation:mcq_blend(1.0, 0.0, 0.0, 0.4)") == pytest.approx(0.7 - 0.3)
 
 
 @pytest.mark.parametrize("place", ["config:wsop.hyde.nope", "code:harness.retrieval.rank_fusion:rrf_scores(rankings)",

@@ -186,7 +186,7 @@ def test_runner_stops_at_the_cap_and_resumes_without_loss(tmp_path):
     from harness.retrieval.embed import HashingEmbedder
     from harness.retrieval.rerank import SentenceMaxSimReranker
     from harness.runner import run_experiments
-    from harness.techniques.e2e4 import dry_run_responder
+    from harness.techniques.e2e4.pipelines import dry_run_responder
 
     kb = Path(__file__).resolve().parents[1] / "fixtures" / "retail_kb"
     emb = HashingEmbedder(128)

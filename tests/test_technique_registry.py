@@ -6,7 +6,7 @@ import pytest
 
 from harness.cli import main
 from harness.config import ConfigError, HarnessConfig, load_config
-from harness.techniques.registry import (
+from harness.techniques._registry import (
     Technique, TechniqueResult, TopK, build_technique, get_technique, register_technique, technique_names,
     technique_params,
 )
@@ -139,7 +139,7 @@ def test_trace_charges_each_threads_calls_to_its_own_stage():
 def test_a_configured_web_search_url_is_the_web_unless_one_is_given():
     from harness.config import load_config
     from harness.techniques.crag import SearxngWebSearch
-    from harness.techniques.registry import Services
+    from harness.techniques._registry import Services
 
     cfg = load_config(**{"harness.web_search_url": "http://127.0.0.1:8888"})
     web = Services(cfg).require("web")

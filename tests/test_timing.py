@@ -14,7 +14,7 @@ from harness.llm.cache import ResponseCache
 from harness.llm.meter import METER
 from harness.llm.scripted import register
 from harness.parallel import ordered_map
-from harness.report.html import render_html
+from harness.report.html.page import render_html
 from harness.report.timing import (
     SpanRecorder, claims, phases, queries_of, seconds_text, timing_html, timing_lines, timing_section,
 )

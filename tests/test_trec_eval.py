@@ -11,7 +11,7 @@ import pytest
 
 from harness.data.trec import read_trec_qrels, read_trec_run
 from harness.metrics.runs import compare_runs, score_run
-from harness.stats.effect import paired_effect
+from harness.stats._effect import paired_effect
 
 TREC = Path(__file__).resolve().parents[1] / "fixtures" / "trec"
 RUN, BASE, QRELS = TREC / "sample-dense.run", TREC / "sample-bm25.run", TREC / "sample.qrels"

@@ -19,8 +19,8 @@ import pytest
 
 from harness.cli import main
 from harness.data.trec import read_trec_qrels, read_trec_run
-from harness.metrics.ranking import order_run, relevance_matrix
-from harness.metrics.registry import ALL_TREC, OFFICIAL, parse_measure
+from harness.metrics._ranking import order_run, relevance_matrix
+from harness.metrics._registry import ALL_TREC, OFFICIAL, parse_measure
 from harness.metrics.trec import relstring
 
 pytestmark = pytest.mark.unit

@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 
 from harness.metrics import trec, trec_gains
-from harness.metrics.ranking import relevance_matrix
-from harness.metrics.registry import Measure, evaluate, parse_measure, parse_measures, summarize
+from harness.metrics._ranking import relevance_matrix
+from harness.metrics._registry import Measure, evaluate, parse_measure, parse_measures, summarize
 
 pytestmark = pytest.mark.unit
 P = 0.9

@@ -14,8 +14,8 @@ import pytest
 from harness.catalogue import load_catalogue
 from harness.report.collector import Collector, jsonable
 from harness.report.per_query import per_query_context
-from harness.stats.effect import Effect, paired_effect
-from harness.stats.verdict import Decision, decide
+from harness.stats._effect import Effect, paired_effect
+from harness.stats._verdict import Decision, decide
 
 pytest_plugins = ["pytester"]
 CI = Decision("ci")
@@ -142,8 +142,8 @@ def test_the_terminal_summary_shows_both_arms_and_an_mde_above_zero(demo_catalog
 
 @pytest.mark.unit
 def test_the_reports_first_screen_shows_both_arms(demo_catalogue):
-    from harness.report.html_claims import claims_first_screen
-    from harness.report.html_tables import _spec_table
+    from harness.report.html.claims import claims_first_screen
+    from harness.report.html.tables import _spec_table
 
     rows = _hyde_rows(demo_catalogue)
     html = claims_first_screen(rows)
@@ -189,7 +189,7 @@ def test_a_tied_claim_through_the_plugin_reads_what_happened(pytester):
     project = new_project(pytester, PLUGIN_CATALOGUE)
     project.makepyfile(test_ties="""
         import pytest
-        from harness.stats.effect import paired_effect
+        from harness.stats._effect import paired_effect
 
         @pytest.mark.integration
         @pytest.mark.spec("TIES-001")

@@ -11,9 +11,9 @@ import pytest
 from scipy import stats as st
 
 from harness.stats import calibration as calib
-from harness.stats.effect import Effect, mcnemar_midp, paired_effect, paired_t_pvalue, proportion_effect
+from harness.stats._effect import Effect, mcnemar_midp, paired_effect, paired_t_pvalue, proportion_effect
 from harness.stats.intervals import bca_interval, percentile_interval, t_interval, wilson_interval
-from harness.stats.verdict import Decision, decide, minimum_detectable_effect, queries_needed
+from harness.stats._verdict import Decision, decide, minimum_detectable_effect, queries_needed
 
 pytestmark = pytest.mark.unit
 CI = Decision("ci")

@@ -8,7 +8,7 @@ from typing import Any, Callable, Mapping
 
 from harness.data.errors import DataError
 from harness.data.jsonl import SkipLog
-from harness.metrics.ranking import order_run
+from harness.metrics._ranking import order_run
 
 
 def _rows(path: Path, ncols: int, skips: SkipLog, strict: bool, *, extra_ok: bool):

@@ -83,7 +83,7 @@ def test_judge_agrees_with_the_hand_labels(judge_studies, rag_recorded_llm, rag_
 def test_lexical_baseline_against_the_judge(judge_studies, rag_recorded_llm, rag_check):
     import numpy as np
 
-    from harness.stats.effect import paired_effect
+    from harness.stats._effect import paired_effect
 
     study = _judge_study(judge_studies, rag_recorded_llm)
     rel = next(r for name, r in study.reliability.items() if name != "lexical")

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import re
 
-from harness.metrics.text import normalize_answer
+from harness.metrics._text import normalize_answer
 
 __all__ = ["STOP_WORDS", "content_tokens", "lexical_support", "split_claims"]
 

@@ -29,7 +29,7 @@ from typing import Any, Hashable, Sequence
 
 import numpy as np
 
-from harness.stats.effect import Effect, proportion_effect
+from harness.stats._effect import Effect, proportion_effect
 from harness.stats.intervals import Interval, wilson_interval
 
 __all__ = ["JudgeReliability", "KAPPA_FLOOR", "FLIP_CEILING", "accuracy", "cohen_kappa", "flip_effect", "flip_rate",

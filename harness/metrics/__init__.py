@@ -1,7 +1,7 @@
 """Retrieval and answer metrics: pure functions over plain mappings and arrays."""
-from harness.metrics.ranking import average_precision, hit_rate, mrr, ndcg, order_run, precision, recall
-from harness.metrics.registry import Measure, evaluate, mean_scores, parse_measure
-from harness.metrics.text import (
+from harness.metrics._ranking import average_precision, hit_rate, mrr, ndcg, order_run, precision, recall
+from harness.metrics._registry import Measure, evaluate, mean_scores, parse_measure
+from harness.metrics._text import (
     answer_match,
     edit_distance,
     exact_match,

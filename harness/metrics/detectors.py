@@ -109,7 +109,7 @@ def _detector(name: str, loose: bool) -> Callable[[DetectorItem], bool]:
     """The detector `name` as a function of an item; the library's one is looked up at call time, so a
     negative control that replaces it is what gets measured."""
     from harness.metrics import qa
-    from harness.techniques import e2e4_reasoning
+    from harness.techniques.e2e4 import reasoning as e2e4_reasoning
 
     if name == "abstains":
         return lambda it: (loose_abstention if loose else qa.is_abstention)(it.answer)

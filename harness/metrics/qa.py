@@ -25,7 +25,7 @@ import re
 from dataclasses import dataclass
 from typing import Any, Iterable
 
-from harness.metrics.text import answer_match, exact_match, normalize_answer, token_f1
+from harness.metrics._text import answer_match, exact_match, normalize_answer, token_f1
 
 __all__ = ["ABSTENTION_PATTERNS", "BARE_ABSTENTIONS", "REJECTION_PATTERNS", "QAScore", "answer_match", "exact_match",
            "is_abstention", "normalize_answer", "rejects_premise", "score_answer", "token_f1"]

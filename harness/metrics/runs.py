@@ -9,9 +9,9 @@ from typing import Sequence
 import numpy as np
 
 from harness.data.trec import read_qrels, read_trec_run
-from harness.metrics.ranking import order_run
-from harness.metrics.registry import aggregates, evaluate, summarize
-from harness.stats.effect import Effect, paired_effect
+from harness.metrics._ranking import order_run
+from harness.metrics._registry import aggregates, evaluate, summarize
+from harness.stats._effect import Effect, paired_effect
 
 DEFAULT_MEASURES = ("nDCG@10", "Recall@10", "Recall@100", "MRR@10", "MAP@100")
 

@@ -3,7 +3,7 @@ a pure function of a `RelevanceMatrix` built over the whole ranking, as trec_eva
 
 Sums run in rank order (`_seqsum`) and divisions are written as trec_eval writes them, so that the figures equal
 trec_eval's to the last printed digit. Registered (with how trec_eval names and summarises each) in
-`harness.metrics.registry.TREC_METRICS`.
+`harness.metrics._registry.TREC_METRICS`.
 """
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from typing import Any
 
 import numpy as np
 
-from harness.metrics.ranking import NOT_JUDGED, PAST_END, UNJUDGED, RelevanceMatrix, _average_precision, _safe_div
+from harness.metrics._ranking import NOT_JUDGED, PAST_END, UNJUDGED, RelevanceMatrix, _average_precision, _safe_div
 
 MIN_GEO_MEAN = 1e-5  # trec_eval's floor on a query's value inside a geometric mean
 INFAP_EPSILON = 1e-5

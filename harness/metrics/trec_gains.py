@@ -9,7 +9,7 @@ from typing import Any
 
 import numpy as np
 
-from harness.metrics.ranking import RelevanceMatrix, _ndcg, _safe_div
+from harness.metrics._ranking import RelevanceMatrix, _ndcg, _safe_div
 from harness.metrics.trec import _persistence, _retrieved, _seqsum
 
 

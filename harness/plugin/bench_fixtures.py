@@ -45,7 +45,7 @@ def rag_dense_retriever(rag_dense_store: Any, rag_embedder: Any) -> Any:
 @pytest.fixture(scope="session")
 def rag_bench_services(rag_dense_retriever: Any, rag_embedder: Any, rag_config: Any) -> Any:
     """The services techniques are built on for this dataset (LLM and reranker made on first use)."""
-    from harness.techniques.registry import Services
+    from harness.techniques._registry import Services
 
     return Services(rag_config, retriever=rag_dense_retriever, embedder=rag_embedder)
 

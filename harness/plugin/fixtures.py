@@ -58,7 +58,7 @@ def _record(request: pytest.FixtureRequest, record: dict[str, Any]) -> None:
 def failure_context(context: dict[str, Any]) -> str:
     """The figures a failed check's message adds (`, n=30, ci=[…], p_value=…, model=…, dataset=…`), as plain numbers;
     a figure the check did not have (None: e.g. a rate's p-value) is left out, never printed empty."""
-    from harness.report.html_format import plain  # numbers as plain numbers, not numpy reprs
+    from harness.report.html.formatting import plain  # numbers as plain numbers, not numpy reprs
 
     return "".join(f", {k}={plain(context[k])}" for k in ("n", "ci", "p_value", "model", "dataset")
                    if context.get(k) is not None)
@@ -91,8 +91,8 @@ def rag_check(request: pytest.FixtureRequest) -> Callable[..., Any]:
 
     def _check(spec_id: str, value: Any, **context: Any) -> Any:
         from harness import provenance
-        from harness.stats.effect import Effect
-        from harness.stats.verdict import below_min_n, decide, decide_estimate
+        from harness.stats._effect import Effect
+        from harness.stats._verdict import below_min_n, decide, decide_estimate
 
         s = _spec_or_fail(cat, spec_id)
         if estimating(request.config):  # the stand-in's answers are not the model's: nothing to judge
@@ -172,7 +172,7 @@ def rag_check_sequential(request: pytest.FixtureRequest, rag_check: Callable[...
     it stopped at and the queries used. Under --estimate-cost every query is drawn (the spend's upper bound).
     """
     from harness.stats.sequential import SequentialDesign, run_sequential
-    from harness.stats.verdict import decide
+    from harness.stats._verdict import decide
 
     cat = catalogue_of(request.config)
     settings = harness_config_of(request.config).harness.sequential

@@ -139,7 +139,7 @@ def rag_scripted_llm() -> Callable[..., Any]:
 def rag_technique_services(request: pytest.FixtureRequest, rag_config: HarnessConfig):
     """The configured services for building techniques, each made on first use (the LLM server starts only
     for a technique that calls the LLM). Benchmarks override `retriever`/`web` for their dataset."""
-    from harness.techniques.registry import Services
+    from harness.techniques._registry import Services
 
     def lazy(name: str) -> Callable[[], Any]:
         return lambda: request.getfixturevalue(name)
@@ -163,7 +163,7 @@ def rag_make_technique(pytestconfig: pytest.Config, rag_technique_services) -> C
     """`make_technique(role, services=None, **params)` -> the technique that answers for `role` (a built-in
     name such as "hyde", or the technique `--technique role=NAME` names), built through the registry with
     the configuration's parameters, then `params`."""
-    from harness.techniques.registry import build_technique
+    from harness.techniques._registry import build_technique
 
     chosen = technique_choices(pytestconfig)
 
@@ -186,7 +186,7 @@ def rag_make_technique(pytestconfig: pytest.Config, rag_technique_services) -> C
 
 def technique_choices(config: pytest.Config) -> dict[str, str]:
     """`--technique ROLE=NAME` options as {role: name}; an unknown name is a usage error listing the registered."""
-    from harness.techniques.registry import technique_names
+    from harness.techniques._registry import technique_names
 
     out: dict[str, str] = {}
     for opt in config.getoption("technique", default=None) or []:

@@ -31,7 +31,7 @@ class ReportHooks:
         if results is None:
             return
         lines = summary_lines(results["specs"])
-        from harness.report.html import capability_text, judge_lines
+        from harness.report.html.page import capability_text, judge_lines
 
         lines = judge_lines(results.get("provenance") or {}) + lines
         capability = capability_text(results.get("measures") or [])

@@ -14,11 +14,11 @@ import pytest
 from harness.data import load_experiment_inputs
 from harness.retrieval.rerank import make_reranker
 from harness.runner import run_experiments
-from harness.stats.effect import paired_effect, proportion_effect
-from harness.techniques.e2e4_eval import (abstains, all_queries_figure, compare, context_recall, handles_out_of_kb,
+from harness.stats._effect import paired_effect, proportion_effect
+from harness.techniques.e2e4.evaluation import (abstains, all_queries_figure, compare, context_recall, handles_out_of_kb,
                                          load_rows, summarize)
-from harness.metrics.text import answer_match
-from harness.techniques.e2e4_reasoning import has_reasoning, specific_reasoning
+from harness.metrics._text import answer_match
+from harness.techniques.e2e4.reasoning import has_reasoning, specific_reasoning
 
 pytestmark = pytest.mark.benchmark
 FILES = {"e2": "e2_standard_rag.jsonl", "e3": "e3_filtered_rag.jsonl", "e4": "e4_reasoning_rag.jsonl"}
@@ -65,7 +65,7 @@ def test_e4_with_reasoning(study, rag_check):
     rag_check("E2E4-FR6-1", value, **_ctx(study, structured_json_rate=structured, with_reasoning=reasoned,
                                       with_any_reasoning_text=sum(bool((r["reasoning_steps"] or "").strip())
                                                                   for r in rows),
-                                      detector="harness.techniques.e2e4_reasoning.has_reasoning", **why))
+                                      detector="harness.techniques.e2e4.reasoning.has_reasoning", **why))
 
 
 @pytest.mark.spec("E2E4-SC-1")
@@ -103,7 +103,7 @@ def test_reranked_context_more_relevant(study, rag_check, rag_measure):
 def test_reasoning_specific(study, rag_check):
     specific = [specific_reasoning(r) for r in study["rows"]["e4"]]  # context beyond the question's own words
     rag_check("E2E4-FR6-2", proportion_effect(specific), **_ctx(study, available=len(specific),
-                                                            detector="harness.techniques.e2e4_reasoning"
+                                                            detector="harness.techniques.e2e4.reasoning"
                                                                      ".specific_reasoning"))
 
 
@@ -128,7 +128,7 @@ def negatives_study(rag_llm, rag_embedder, rag_config, rag_qa_set, rag_kb, tmp_p
     from harness.parallel import LazyMap
     from harness.retrieval.rerank import make_reranker
     from harness.runner import build_services
-    from harness.techniques.e2e4 import EXPERIMENTS
+    from harness.techniques.e2e4.pipelines import EXPERIMENTS
 
     n = rag_config.harness.max_queries or None
     services, _ = build_services(load_experiment_inputs(rag_kb), llm=rag_llm, model=rag_llm.label, dry_run=False,
@@ -205,7 +205,7 @@ def test_success_rate(study, rag_check):
 @pytest.mark.spec("E2E4-FR2-3")
 def test_index_time(rag_embedder, rag_kb, tmp_path, rag_check):
     from harness.retrieval.index.lancedb_store import LanceStore
-    from harness.techniques.e2e4 import index_kb
+    from harness.techniques.e2e4.pipelines import index_kb
 
     fresh = type(rag_embedder).__new__(type(rag_embedder))  # same model, no cache: a cold index
     fresh.__dict__.update(rag_embedder.__dict__)

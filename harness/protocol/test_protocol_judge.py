@@ -8,7 +8,7 @@ import math
 
 import pytest
 
-from harness.stats.effect import Effect
+from harness.stats._effect import Effect
 from harness.stats.intervals import wilson_interval
 
 pytestmark = pytest.mark.benchmark

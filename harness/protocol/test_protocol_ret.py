@@ -18,12 +18,12 @@ from harness.parallel import ordered_map
 from harness.progress import progress
 from harness.retrieval import Retriever
 from harness.stats import mcnemar
-from harness.stats.effect import paired_effect, proportion_effect
-from harness.techniques.e2e4 import index_kb
-from harness.techniques.registry import Services
-from harness.techniques.ret import synthesis_prompt
-from harness.techniques.ret_mcq import choose, qa_study, retail_study
-from harness.techniques.ret_eval import (ArmRun, added_cost_ratio, added_latency, fallback_rate,
+from harness.stats._effect import paired_effect, proportion_effect
+from harness.techniques.e2e4.pipelines import index_kb
+from harness.techniques._registry import Services
+from harness.techniques.ret.triangulation import synthesis_prompt
+from harness.techniques.ret.mcq import choose, qa_study, retail_study
+from harness.techniques.ret.gates import (ArmRun, added_cost_ratio, added_latency, fallback_rate,
                                          fingerprint_recall_lift, hypothesis_alignment, paired_taus, run_fell_back,
                                          top_coverage_hypothesis)
 from harness.types import Query, Trace

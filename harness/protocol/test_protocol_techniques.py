@@ -13,10 +13,10 @@ from harness.data.trec import write_trec_qrels, write_trec_run
 from harness.metrics import evaluate
 from harness.prompts import load_prompts, render
 from harness.report.per_query import per_query_context, technique_outputs
-from harness.stats.effect import paired_effect
+from harness.stats._effect import paired_effect
 from harness.stats.latency import interleaved_ratio
 from harness.techniques.generation import numbered_sources
-from harness.techniques.registry import Arm, LazyArm
+from harness.techniques._registry import Arm, LazyArm
 from harness.types import Query
 
 pytestmark = pytest.mark.benchmark
@@ -254,7 +254,7 @@ def test_crag_open_qa(rag_spec, rag_qa_set, rag_llm, rag_embedder, rag_make_tech
     from harness.metrics.qa import score_answer
     from harness.retrieval import Retriever
     from harness.techniques.qa_eval import IncrementalComparison, plain_rag
-    from harness.techniques.registry import Services
+    from harness.techniques._registry import Services
 
     qa = rag_qa_set("crag")
     if not qa.corpus:

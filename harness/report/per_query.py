@@ -13,7 +13,7 @@ from typing import Any, Mapping, Sequence
 
 QUERY_CHARS = 200
 TEXT_CHARS = 1500
-TIE = 1e-12  # the tie tolerance of harness.stats.effect: a smaller difference is "unchanged"
+TIE = 1e-12  # the tie tolerance of harness.stats._effect: a smaller difference is "unchanged"
 
 
 def truncate(text: Any, limit: int) -> str:

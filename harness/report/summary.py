@@ -25,8 +25,8 @@ from typing import Any
 from harness.catalogue import Catalogue, Spec
 from harness.report.collector import Collector
 from harness.report.per_query import read_per_query
-from harness.stats.effect import Effect
-from harness.stats.verdict import below_min_n, decide
+from harness.stats._effect import Effect
+from harness.stats._verdict import below_min_n, decide
 
 VERDICT_ORDER = ("refuted", "fail", "error", "budget", "inconclusive", "supported", "pass", "property", "xfail", "skipped",
                  "not run")

@@ -12,7 +12,7 @@ from typing import Any
 
 from harness.catalogue import Catalogue
 from harness.report.collector import Collector, jsonable
-from harness.report.html import render_html
+from harness.report.html.page import render_html
 from harness.report.per_query import read_per_query
 from harness.report.summary import spec_rows
 from harness.report.timing import timing_section

@@ -7,14 +7,14 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from harness.retrieval.retriever import Mode, Retriever
+    from harness.retrieval._retriever import Mode, Retriever
 
 __all__ = ["Mode", "Retriever"]
 
 
 def __getattr__(name: str) -> Any:
     if name in __all__:
-        from harness.retrieval import retriever
+        from harness.retrieval import _retriever as retriever
 
         return getattr(retriever, name)
     raise AttributeError(f"module 'harness.retrieval' has no attribute {name!r}")

@@ -1,6 +1,6 @@
 """Web search behind one interface (`WebSearch.search(query, num_results) -> hits`): a second corpus standing in
 for the web (`LocalWebSearch`), or a live SearXNG instance (`SearxngWebSearch`, off unless configured). CRAG and the
-WSOP pipeline fall back to it; `harness.techniques.registry.Services` builds the configured one."""
+WSOP pipeline fall back to it; `harness.techniques._registry.Services` builds the configured one."""
 from __future__ import annotations
 
 import json

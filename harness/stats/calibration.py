@@ -20,7 +20,7 @@ from typing import Any, Sequence
 import numpy as np
 from scipy import stats as _st
 
-from harness.stats.verdict import minimum_detectable_effect
+from harness.stats._verdict import minimum_detectable_effect
 
 TYPE1_TESTS = ("t", "permutation", "wilcoxon", "mcnemar", "bootstrap-t", "bootstrap-percentile", "bootstrap-bca")
 INTERVALS = ("t", "percentile", "bca")
@@ -225,7 +225,7 @@ def coverage(a: Sequence[float], b: Sequence[float], *, n: int, relative: bool =
 
 
 def queries_for_power(sd: float, effect: float, *, confidence: float = 0.95, power: float = 0.8) -> int:
-    """Smallest n whose minimum detectable effect (`harness.stats.verdict.minimum_detectable_effect`) is at
+    """Smallest n whose minimum detectable effect (`harness.stats._verdict.minimum_detectable_effect`) is at
     most `effect`: the harness's prediction of the queries a claim of that size needs."""
     if effect <= 0 or sd <= 0:
         raise ValueError("effect and sd must be positive")

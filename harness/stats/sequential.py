@@ -243,8 +243,8 @@ def replay(candidate: Sequence[float], baseline: Sequence[float], design: Sequen
            bounds: tuple[float, float] | None = (0.0, 1.0)) -> SequentialOutcome:
     """The sequential rule run over recorded per-query scores (first n at look n), e.g. a fixed-n run's, to see
     what it would have decided and where it would have stopped."""
-    from harness.stats.effect import paired_effect
-    from harness.stats.verdict import decide
+    from harness.stats._effect import paired_effect
+    from harness.stats._verdict import decide
 
     c, b = np.asarray(candidate, float), np.asarray(baseline, float)
 
@@ -260,8 +260,8 @@ def against_fixed_n(candidate: Sequence[float], baseline: Sequence[float], desig
     """What the sequential rule and the fixed-n rule (one 95% interval on every query) decide on the same recorded
     scores: both verdicts, the look the sequential rule stopped at, and whether they agree where both decided
     (None when either is undecided)."""
-    from harness.stats.effect import paired_effect
-    from harness.stats.verdict import decide
+    from harness.stats._effect import paired_effect
+    from harness.stats._verdict import decide
 
     seq = replay(candidate, baseline, design, comparator, threshold, decision, **kw)
     c, b = np.asarray(candidate, float), np.asarray(baseline, float)

@@ -29,7 +29,7 @@ def crag_backends(qa: Any, embedder: Any, harness_config: HarnessConfig):
     from harness.retrieval.index.lancedb_store import LanceStore
     from harness.retrieval.simulated_web import withhold_gold
     from harness.techniques.crag import LocalWebSearch
-    from harness.techniques.registry import Services
+    from harness.techniques._registry import Services
 
     d = harness_config.harness.datasets
     if harness_config.harness.web_search_url:  # the whole corpus, and the configured web (Services builds it)

@@ -2,7 +2,7 @@
 the runs HyDE, fusion and rewriting are compared with."""
 from __future__ import annotations
 
-from harness.techniques.registry import Technique, TechniqueResult, register_technique
+from harness.techniques._registry import Technique, TechniqueResult, register_technique
 from harness.types import Query, Trace
 
 

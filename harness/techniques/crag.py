@@ -16,7 +16,7 @@ from harness.retrieval.web import LocalWebSearch, SearxngWebSearch, WebSearch  #
 from harness.llm.client import LLMClient, LLMError
 from harness.prompts import load_prompts, render
 from harness.techniques.generation import try_complete
-from harness.techniques.registry import Technique, TechniqueResult, register_technique
+from harness.techniques._registry import Technique, TechniqueResult, register_technique
 from harness.types import Hit, Query, Trace
 
 CORRECT, INCORRECT, AMBIGUOUS = "CORRECT", "INCORRECT", "AMBIGUOUS"

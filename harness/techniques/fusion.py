@@ -6,13 +6,13 @@ from typing import Literal, Sequence
 
 from harness.config import FusionConfig
 from harness.llm.client import LLMClient
-from harness.metrics.text import mean_pairwise_jaccard
+from harness.metrics._text import mean_pairwise_jaccard
 from harness.parallel import ordered_map
 from harness.prompts import load_prompts, render
 from harness.retrieval.rank_fusion import RRF_K, reciprocal_rank_fusion
 from harness.techniques.generation import try_complete
 from harness.techniques.parsing import parse_lines
-from harness.techniques.registry import Technique, TechniqueResult, register_technique
+from harness.techniques._registry import Technique, TechniqueResult, register_technique
 from harness.types import Hit, Query, Trace
 
 

@@ -18,7 +18,7 @@ from harness.llm.client import LLMClient
 from harness.prompts import load_prompts, render
 from harness.techniques.generation import try_complete
 from harness.techniques.parsing import strip_echo
-from harness.techniques.registry import Technique, TechniqueResult, register_technique
+from harness.techniques._registry import Technique, TechniqueResult, register_technique
 from harness.types import Hit, Query, Trace
 
 

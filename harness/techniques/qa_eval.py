@@ -8,7 +8,7 @@ from typing import Callable, Sequence
 import numpy as np
 
 from harness.llm.client import LLMClient, LLMError
-from harness.metrics.text import answer_match
+from harness.metrics._text import answer_match
 from harness.prompts import load_prompts, render
 from harness.stats import mcnemar, paired_difference
 from harness.types import Query
@@ -34,7 +34,7 @@ class AccuracyComparison:
     """Paired correctness over every query asked. An arm whose LLM call failed on a query scores that query as
     a failure of the arm (it stays in the pairing: a technique that errors does not answer) and is listed in
     `errors[arm]`; `error_rate` is the share of queries on which either arm failed, which withholds 'supported'
-    like a fallback (harness.stats.verdict.MAX_FALLBACK_RATE)."""
+    like a fallback (harness.stats._verdict.MAX_FALLBACK_RATE)."""
 
     baseline: np.ndarray
     candidate: np.ndarray
@@ -63,7 +63,7 @@ class AccuracyComparison:
 
     def effect(self, seed: int = 1, *, confidence: float = 0.95):
         """The paired accuracy difference with its interval and McNemar mid-p (the verdict's input)."""
-        from harness.stats.effect import paired_effect
+        from harness.stats._effect import paired_effect
 
         return paired_effect(self.candidate.astype(float), self.baseline.astype(float), binary=True, seed=seed,
                              confidence=confidence)

@@ -8,11 +8,11 @@ from typing import Any, Callable, Literal, Sequence
 from harness.config import RewriteConfig
 from harness.retrieval.chunking import default_tokenizer
 from harness.llm.client import LLMClient
-from harness.metrics.text import exact_match, token_f1
+from harness.metrics._text import exact_match, token_f1
 from harness.prompts import load_prompts, render
 from harness.techniques.generation import try_complete
 from harness.techniques.parsing import first_item
-from harness.techniques.registry import Technique, TechniqueResult, register_technique
+from harness.techniques._registry import Technique, TechniqueResult, register_technique
 from harness.types import Query, Trace
 
 

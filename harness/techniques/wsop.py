@@ -19,7 +19,7 @@ from harness.techniques.crag import (
 from harness.techniques.generation import complete_with_sources
 from harness.techniques.fusion import FusionParams, RAGFusion
 from harness.techniques.hyde import HyDE, HydeParams
-from harness.techniques.registry import Technique, TechniqueResult, build_technique, register_technique
+from harness.techniques._registry import Technique, TechniqueResult, build_technique, register_technique
 from harness.techniques.rewrite import LLMRewriter, RewriteParams
 from harness.types import Hit, Query, Trace
 

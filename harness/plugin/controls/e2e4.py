@@ -20,7 +20,7 @@ def _e2e4_lazy(mp: Any) -> None:
 
     from harness import runner
     from harness.retrieval.index.lancedb_store import IndexStats
-    from harness.techniques.e2e4 import Experiment
+    from harness.techniques.e2e4.pipelines import Experiment
 
     orig_index, orig_run, deferred = runner.index_kb, Experiment.run, []
 
@@ -69,7 +69,7 @@ def _types_off(mp: Any) -> None:
 
 def _edit_chunk_metadata(mp: Any, edit: Callable[[dict[str, Any]], None]) -> None:
     """Patch `chunk_record` so that `edit` rewrites each written chunk's metadata."""
-    from harness.techniques import e2e4
+    from harness.techniques.e2e4 import pipelines as e2e4
 
     orig = e2e4.chunk_record
 
@@ -94,7 +94,7 @@ def _chunk_file(mp: Any) -> None:
 
 @control("e2-generation-returns-empty", breaks="every fifth E2 answer is empty")
 def _e2_empty(mp: Any) -> None:
-    from harness.techniques.e2e4 import Experiment
+    from harness.techniques.e2e4.pipelines import Experiment
 
     orig = Experiment.generate
     calls = {"n": 0}
@@ -109,7 +109,7 @@ def _e2_empty(mp: Any) -> None:
 
 @control("e4-discards-reasoning", breaks="E4 keeps the answer and drops the reasoning steps")
 def _e4_no_reasoning(mp: Any) -> None:
-    from harness.techniques.e2e4 import E4Reasoning
+    from harness.techniques.e2e4.pipelines import E4Reasoning
 
     orig = E4Reasoning.generate
 
@@ -124,7 +124,7 @@ def _e4_no_reasoning(mp: Any) -> None:
 def _random_order(mp: Any) -> None:
     import random
 
-    from harness.techniques.e2e4 import E2Standard
+    from harness.techniques.e2e4.pipelines import E2Standard
 
     orig = E2Standard.retrieve
 
@@ -140,7 +140,7 @@ def _random_order(mp: Any) -> None:
 @control("e2e4-llm-fails-every-fourth", breaks="every fourth answer call of E2/E3/E4 fails for good")
 def _e2e4_llm_fails(mp: Any) -> None:
     from harness.llm.client import LLMError
-    from harness.techniques.e2e4 import Experiment
+    from harness.techniques.e2e4.pipelines import Experiment
 
     orig, calls = Experiment.generate, {"n": 0}
 
@@ -155,7 +155,7 @@ def _e2e4_llm_fails(mp: Any) -> None:
 
 @control("e3-answers-without-context", breaks="E3 generates from no sources (its reranked chunks are retrieved, not given)")
 def _e3_blind(mp: Any) -> None:
-    from harness.techniques import e2e4
+    from harness.techniques.e2e4 import pipelines as e2e4
 
     mp.setattr(e2e4.E3Filtered, "generate",
                lambda self, query, hits, trace=None: e2e4.Experiment.generate(self, query, [], trace))
@@ -163,7 +163,7 @@ def _e3_blind(mp: Any) -> None:
 
 @control("e4-answers-without-context", breaks="E4 generates from no sources (its reranked chunks are retrieved, not given)")
 def _e4_blind(mp: Any) -> None:
-    from harness.techniques import e2e4
+    from harness.techniques.e2e4 import pipelines as e2e4
 
     orig = e2e4.E4Reasoning.generate
     mp.setattr(e2e4.E4Reasoning, "generate", lambda self, query, hits, trace=None: orig(self, query, [], trace))

@@ -10,7 +10,7 @@ from harness.plugin.controls.registry import control, replace_everywhere
 
 @control("ndcg-off-by-one-rank", breaks="nDCG discounts the hit at rank r by log2(r) + 1 instead of log2(r + 1)")
 def _ndcg_off(mp: Any) -> None:
-    from harness.metrics import ranking
+    from harness.metrics import _ranking as ranking
 
     def _ndcg(m, k):
         disc = 1.0 / (np.log2(np.arange(1, k + 1, dtype=np.float64)) + 1.0)
@@ -21,7 +21,7 @@ def _ndcg_off(mp: Any) -> None:
 
 @control("abstention-never-detected", breaks="no answer is read as an abstention")
 def _no_abstain(mp: Any) -> None:
-    from harness.techniques import e2e4_eval
+    from harness.techniques.e2e4 import evaluation as e2e4_eval
 
     replace_everywhere(mp, e2e4_eval.abstains, lambda answer: False)
 
@@ -45,7 +45,7 @@ def _loose_premise(mp: Any) -> None:
 @control("reasoning-detector-counts-echo", breaks="any non-empty E4 reasoning counts, an echoed prompt included")
 def _loose_reasoning(mp: Any) -> None:
     from harness.metrics import detectors
-    from harness.techniques import e2e4_reasoning
+    from harness.techniques.e2e4 import reasoning as e2e4_reasoning
 
     replace_everywhere(mp, e2e4_reasoning.has_reasoning, detectors.loose_has_reasoning)
 
@@ -54,6 +54,6 @@ def _loose_reasoning(mp: Any) -> None:
                                                      "the question or names a page, an echoed prompt included")
 def _loose_specific(mp: Any) -> None:
     from harness.metrics import detectors
-    from harness.techniques import e2e4_reasoning
+    from harness.techniques.e2e4 import reasoning as e2e4_reasoning
 
     replace_everywhere(mp, e2e4_reasoning.specific_reasoning, detectors.loose_specific_reasoning)

@@ -163,6 +163,6 @@ def _fcntl(mp: Any) -> None:
 
 @control("experiment-registry-ignored", breaks="the runner knows only its built-in experiments")
 def _registry(mp: Any) -> None:
-    from harness.techniques import e2e4
+    from harness.techniques.e2e4 import pipelines as e2e4
 
     replace_everywhere(mp, e2e4.register_experiment, lambda cls: cls)

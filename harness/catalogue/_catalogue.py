@@ -9,7 +9,7 @@ from typing import Any, Callable, Iterable
 
 import yaml
 
-from harness.stats.verdict import DIRECTIONAL, RULES, TESTS, Decision
+from harness.stats._verdict import DIRECTIONAL, RULES, TESTS, Decision
 
 TIERS = ("unit", "integration", "benchmark")
 REQUIRED_KEYS = ("id", "title", "marker", "metric", "comparator", "threshold", "source")
@@ -54,7 +54,7 @@ class Spec:
     # KB); the dataset a check actually used is in its context
     dataset: tuple[str, ...] = ()
     # the fewest items (queries) the claim may be decided on: a pass or supported verdict measured on fewer reads
-    # inconclusive, with min_n as the items needed (harness.stats.verdict.below_min_n)
+    # inconclusive, with min_n as the items needed (harness.stats._verdict.below_min_n)
     min_n: int | None = None
     file: str = field(default="", compare=False)
 
@@ -238,11 +238,11 @@ def _load(files: Iterable[Path], protocol: frozenset[Path] = frozenset()) -> lis
     return list(seen.values())
 
 
-PROTOCOL_CATALOGUE = Path(__file__).resolve().parent / "specs"
+PROTOCOL_CATALOGUE = Path(__file__).resolve().parent  # the protocol's claims: the YAML beside this module
 
 
 def load_project_catalogue(paths: Iterable[str | Path]) -> Catalogue:
-    """The protocol's catalogue (`harness/specs/*.yaml`, shipped in the package) with the project's own spec
+    """The protocol's catalogue (`harness/catalogue/*.yaml`, shipped in the package) with the project's own spec
     files added; a project file that is one of the protocol's (this repository names them) is read once, and an
     id defined twice is an error naming both files."""
     protocol = [p.resolve() for p in spec_files([PROTOCOL_CATALOGUE])]

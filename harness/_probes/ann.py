@@ -1,4 +1,4 @@
-"""`python -m harness.retrieval.index.ann_probe N DIR [--ann]`: N seeded clustered 384-d unit vectors in a LanceDB
+"""`python -m harness._probes.ann N DIR [--ann]`: N seeded clustered 384-d unit vectors in a LanceDB
 table under DIR; 100 queries near the same centres; NumPy brute force (the oracle) and LanceDB exact search
 timed per query batch (best of 3); with --configs each way of asking LanceDB for an exact batch search timed
 against NumPy, interleaved (best of 3 each); with --ann an IVF-PQ index built (sqrt(N) partitions, 48 sub-vectors) and

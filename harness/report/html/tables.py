@@ -4,7 +4,7 @@ from __future__ import annotations
 from html import escape
 from typing import Any
 
-from harness.report.html_format import _e, _fmt, _note, _paren, _verdict, hash_label, plain
+from harness.report.html.formatting import _e, _fmt, _note, _paren, _verdict, hash_label, plain
 from harness.report.terminal import arms_text, counts_text, looks_text, needed_text
 
 

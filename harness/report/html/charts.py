@@ -5,7 +5,7 @@ from collections import Counter
 from html import escape
 from typing import Any, Iterable
 
-from harness.report.html_format import _e, _fmt
+from harness.report.html.formatting import _e, _fmt
 
 
 def _bars(items: list[tuple[str, float]], *, title: str, ref: float | None = None, width: int = 640) -> str:

@@ -88,7 +88,7 @@ def mcnemar_midp(candidate_correct: Sequence[bool], baseline_correct: Sequence[b
 
 
 def _permutation_p(d: np.ndarray, n_resamples: int, seed: int) -> float:
-    from harness.stats.paired import permutation_test
+    from harness.stats._paired import permutation_test
 
     return permutation_test(d, np.zeros_like(d), n_resamples=n_resamples, seed=seed)
 

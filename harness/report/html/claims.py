@@ -7,7 +7,7 @@ import math
 from html import escape
 from typing import Any
 
-from harness.report.html_format import _e, _verdict, plain
+from harness.report.html.formatting import _e, _verdict, plain
 from harness.report.terminal import arms_text, counts_text, looks_text, needed_text
 
 # (family, id prefixes): the protocol's technique claims

@@ -1,4 +1,4 @@
-"""`python -m harness.retrieval.index.ingest_probe N DIR`: ingest N synthetic passages (seeded, ~60 words each)
+"""`python -m harness._probes.ingest N DIR`: ingest N synthetic passages (seeded, ~60 words each)
 streamed from a JSONL file into a LanceDB table under DIR with the hashing embedder, and print one JSON line:
 passages, seconds, peak resident memory (ru_maxrss) before and after ingestion. A fresh process per size, so
 the peak is this ingestion's (issue #29 item 2); the vector index is left out (ANN has its own benchmark)."""

@@ -10,9 +10,9 @@ from typing import Any, Iterable
 import numpy as np
 
 from harness.metrics.qa import is_abstention
-from harness.metrics.text import answer_match, exact_match, token_f1
+from harness.metrics._text import answer_match, exact_match, token_f1
 from harness.stats import mcnemar, paired_difference
-from harness.stats.effect import paired_effect
+from harness.stats._effect import paired_effect
 
 _CITE = re.compile(r"\[\s*source\s*\d+|\bsource\s*\d+\b|\b[\w-]+\.md\b", re.IGNORECASE)
 

@@ -23,9 +23,9 @@ from typing import Sequence
 
 import numpy as np
 
-from harness.metrics.text import token_f1
-from harness.stats.paired import kendall_tau
-from harness.techniques.ret import RetResult, fingerprint_coverage
+from harness.metrics._text import token_f1
+from harness.stats._paired import kendall_tau
+from harness.techniques.ret.triangulation import RetResult, fingerprint_coverage
 from harness.types import Trace
 
 

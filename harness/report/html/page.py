@@ -1,6 +1,6 @@
 """Self-contained HTML reports (inline CSS, SVG and script from the package's assets; no network); all text is
-escaped. The first screen answers (harness.report.html_claims); each claim's why follows
-(harness.report.html_query_table); the figures, spend, datasets and provenance come last (harness.report.html_tables)."""
+escaped. The first screen answers (harness.report.html.claims); each claim's why follows
+(harness.report.html.query_table); the figures, spend, datasets and provenance come last (harness.report.html.tables)."""
 from __future__ import annotations
 
 import datetime as _dt
@@ -10,11 +10,11 @@ from importlib import resources
 from typing import Any, Iterable
 
 from harness.report.controls import controls_html
-from harness.report.html_charts import _calibration, _latency_charts, _retrieval_charts
-from harness.report.html_claims import claims_first_screen
-from harness.report.html_format import _e, _verdict
-from harness.report.html_query_table import claim_details
-from harness.report.html_tables import (
+from harness.report.html.charts import _calibration, _latency_charts, _retrieval_charts
+from harness.report.html.claims import claims_first_screen
+from harness.report.html.formatting import _e, _verdict
+from harness.report.html.query_table import claim_details
+from harness.report.html.tables import (
     _bench_table, _measure_table, _provenance, _spec_table, _spend_table, dataset_cards,
 )
 from harness.report.timing import timing_html

@@ -2,7 +2,7 @@
 
 The limit is arithmetic: a BERT-style encoder spends `flops_per_passage(shape, tokens)` on a passage (its
 projections, feed-forward and attention; the embedding lookup and pooling are left out as negligible), so at
-the machine's measured float32 matmul rate (`harness.llm.throughput.measure_machine`) it cannot encode more
+the machine's measured float32 matmul rate (`harness._probes.llm_throughput.measure_machine`) it cannot encode more
 than `passages_per_s_limit` passages a second. A measured rate is stated as a share of that limit. Batched
 vectors are compared with one-at-a-time vectors by their smallest cosine (`min_cosine`): a cached vector must
 not depend on which texts shared its batch.

@@ -10,7 +10,7 @@ from typing import Any, Callable, Iterable, Mapping
 import numpy as np
 
 from harness.metrics import trec, trec_gains
-from harness.metrics.ranking import MATRIX_METRICS, Qrels, RelevanceMatrix, RunLike, relevance_matrix
+from harness.metrics._ranking import MATRIX_METRICS, Qrels, RelevanceMatrix, RunLike, relevance_matrix
 
 _ALIASES = {"recall": "recall", "r": "recall", "p": "p", "precision": "p", "ndcg": "ndcg",
             "mrr": "mrr", "rr": "mrr", "map": "map", "ap": "map", "hit": "hit", "success": "hit"}

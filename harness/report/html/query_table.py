@@ -6,7 +6,7 @@ from __future__ import annotations
 from html import escape
 from typing import Any
 
-from harness.report.html_format import _e, _verdict, json_script, plain
+from harness.report.html.formatting import _e, _verdict, json_script, plain
 from harness.report.per_query import outcome
 from harness.report.terminal import counts_text, looks_text, needed_text
 

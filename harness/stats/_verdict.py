@@ -35,7 +35,7 @@ from typing import Any
 
 from scipy import stats as _st
 
-from harness.stats.effect import Effect
+from harness.stats._effect import Effect
 from harness.stats.intervals import ties_share
 
 RULES = ("ci", "test", "estimate")

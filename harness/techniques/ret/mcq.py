@@ -9,11 +9,11 @@ from dataclasses import dataclass
 from typing import Any, Sequence
 
 from harness.config import RetSettings
-from harness.metrics.text import answer_match
+from harness.metrics._text import answer_match
 from harness.prompts import load_prompts, render
 from harness.techniques.parsing import parse_letter
-from harness.techniques.registry import Technique, TechniqueResult, register_technique
-from harness.techniques.ret import RET, RetResult, fingerprint_coverage, mcq_blend, synthesis_prompt, tokens
+from harness.techniques._registry import Technique, TechniqueResult, register_technique
+from harness.techniques.ret.triangulation import RET, RetResult, fingerprint_coverage, mcq_blend, synthesis_prompt, tokens
 from harness.types import Hit, Query, Trace
 
 LETTERS = "ABCD"

@@ -20,7 +20,7 @@ from harness.data.experiment import ExperimentInputs, QueryInput
 from harness.retrieval.index.lancedb_store import IndexStats, LanceStore
 from harness.llm.client import StructuredOutputError, extract_json
 from harness.prompts import load_prompts, render
-from harness.techniques.registry import Services, Technique, TechniqueResult, register_technique
+from harness.techniques._registry import Services, Technique, TechniqueResult, register_technique
 from harness.types import Hit, Query, Trace
 
 

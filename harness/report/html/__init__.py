@@ -1,0 +1,1 @@
+"""The self-contained HTML report: the page, its first screen, tables, charts and shared formatting."""

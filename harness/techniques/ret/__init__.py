@@ -1,0 +1,1 @@
+"""RET (Retrograde Evidence Triangulation): the technique, its evaluation gates and its multiple-choice study."""
