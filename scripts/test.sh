@@ -10,7 +10,8 @@ python3 -m venv --clear "$VENV"
 "$VENV/bin/pip" install --quiet -c constraints.txt -e '.[dev]'
 "$VENV/bin/ruff" check .
 set +e
-HF_HUB_OFFLINE=1 "$VENV/bin/python" -m pytest -m "unit or integration" --report-dir reports/ci "$@"
+# both cores (pytest-xdist; work stealing evens out the few long meta-tests); the report merges the workers
+HF_HUB_OFFLINE=1 "$VENV/bin/python" -m pytest -m "unit or integration" -n auto --dist worksteal --report-dir reports/ci "$@"
 status=$?
 set -e
 if [ "$status" -eq 5 ]; then

@@ -66,7 +66,7 @@ def test_a_project_id_the_protocol_has_is_an_error_naming_both_files(tmp_path: P
     proc = _run(cmd, tmp_path, check=False)
     assert proc.returncode == 4, proc.stdout[-2000:] + proc.stderr[-2000:]
     assert f"{mine.resolve()}: spec HYDE-002: duplicate id (first defined in " in proc.stderr
-    assert f"{Path('harness', 'specs', 'hyde.yaml')}, the protocol's catalogue" in proc.stderr
+    assert f"{Path('harness', 'catalogue', 'hyde.yaml')}, the protocol's catalogue" in proc.stderr
 
 
 # ---------------------------------------------------------------- every fenced block of the README

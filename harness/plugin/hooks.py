@@ -63,6 +63,9 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption("--negative-controls", action="store_true", default=False,
                     help="also run each spec's tests under its negative control (the broken variant named in the "
                          "catalogue); the run fails if a check still passes under it or a claim has no control.")
+    group.addoption("--controls-only", action="store_true", default=False,
+                    help="with --negative-controls, run each spec-bound test under its control only and skip its "
+                         "real run and every test bound to no spec (for a suite that runs the real tests itself).")
     group.addoption("--under-control", action="store", default=None, metavar="NAME",
                     help="apply the named negative control to the whole session (--negative-controls runs "
                          "benchmark-tier tests this way, in a fresh process, so their module and session fixtures "
@@ -287,6 +290,9 @@ def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None):
             from harness.plugin.control_runs import run_under_control
 
             item.user_properties.append((PROP_CONTROL, json.dumps(run_under_control(item, spec_))))
+        if item.config.getoption("controls_only", False):
+            item.add_marker(pytest.mark.skip(reason="--controls-only: the real run is left to the suite that runs "
+                                                    "the real tests"))
     return (yield)
 
 

@@ -42,6 +42,8 @@ def check_options(config: pytest.Config) -> None:
     cap = config.getoption("max_cost")
     if cap is not None and not (math.isfinite(cap) and cap >= 0):
         raise _usage(f"--max-cost must be a number of US dollars, 0 or more, got {cap}")
+    if config.getoption("controls_only") and not config.getoption("negative_controls"):
+        raise _usage("--controls-only needs --negative-controls (it skips the real runs of a controls run)")
     for name, exists, what in (("harness_config", Path.is_file, "file"), ("data_dir", Path.is_dir, "folder")):
         given = config.getoption(name)
         if given is not None:
