@@ -141,6 +141,7 @@ BAD_OPTIONS = [
     (["--llm", "bogus/not-a-model"], "--llm bogus/not-a-model: litellm.BadRequestError: LLM Provider NOT provided"),
     (["--judge", "bogus/judge"], "--judge bogus/judge: litellm.BadRequestError: LLM Provider NOT provided"),
     (["--technique", "hyde=nope"], "no technique named 'nope' is registered"),
+    (["--controls-only"], "--controls-only needs --negative-controls"),
 ]
 
 
