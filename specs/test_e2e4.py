@@ -16,7 +16,7 @@ import pytest
 from harness.data import DataError, load_experiment_inputs
 from harness.runner import completed_ids, run_experiments, validate_results
 from harness.techniques.e2e4.pipelines import EXPERIMENTS, E2Standard, best_e4, parse_e4, register_experiment
-from harness.techniques.e2e4.reasoning import has_reasoning
+from harness.metrics.reasoning import has_reasoning
 
 from .conftest import FIXTURES
 

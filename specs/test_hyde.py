@@ -9,7 +9,7 @@ from harness.llm.scripted import register
 from harness.metrics._text import jaccard
 from harness.prompts import render
 from harness.techniques.hyde import HyDE
-from harness.techniques.parsing import content_words
+from harness.metrics import content_words
 from harness.types import Trace
 
 QUESTION = "why does a wing stall at high angle of attack"

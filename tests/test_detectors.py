@@ -11,7 +11,7 @@ from harness.data.errors import DataError
 from harness.metrics.detectors import (DetectorScore, load_detector_set, loose_abstention, loose_has_reasoning,
                                        loose_rejects_premise, loose_specific_reasoning, measure, score_detector)
 from harness.metrics.qa import is_abstention, rejects_premise
-from harness.techniques.e2e4.reasoning import has_reasoning, novel_reasoning, specific_reasoning
+from harness.metrics.reasoning import has_reasoning, novel_reasoning, specific_reasoning
 
 pytestmark = pytest.mark.unit
 

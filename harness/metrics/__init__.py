@@ -3,6 +3,7 @@ from harness.metrics._ranking import average_precision, hit_rate, mrr, ndcg, ord
 from harness.metrics._registry import Measure, evaluate, mean_scores, parse_measure
 from harness.metrics._text import (
     answer_match,
+    content_words,
     edit_distance,
     exact_match,
     jaccard,
@@ -13,7 +14,7 @@ from harness.metrics._text import (
 )
 
 __all__ = [
-    "Measure", "answer_match", "average_precision", "edit_distance", "evaluate", "exact_match", "hit_rate", "jaccard",
+    "Measure", "answer_match", "content_words", "average_precision", "edit_distance", "evaluate", "exact_match", "hit_rate", "jaccard",
     "mean_pairwise_jaccard", "mean_scores", "mrr", "ndcg", "normalize_answer", "order_run", "parse_measure",
     "precision", "recall", "token_count", "token_f1",
 ]

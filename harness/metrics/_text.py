@@ -87,3 +87,16 @@ def answer_match(prediction: str, answers: str | Iterable[str]) -> float:
     golds = [answers] if isinstance(answers, str) else list(answers)
     pred = f" {normalize_answer(prediction)} "
     return float(any(g and f" {g} " in pred for g in (normalize_answer(a) for a in golds)))
+
+
+# Content words: what a sentence says beyond function words (the E4 reasoning detectors, CRAG's lexical evaluator)
+CONTENT_STOPWORDS = frozenset(
+    "a an the of to in on for and or is are was were be been what which who whom how why when where does do did "
+    "can could should would will with by from at as that this these those it its there their any some must".split()
+)
+
+
+def content_words(text: str) -> set[str]:
+    """Lower-cased words of more than two letters that are not function words, punctuation split off."""
+    norm = " ".join(re.sub(r"[^\w\s]", " ", text.lower()).split())
+    return {w for w in norm.split() if w not in CONTENT_STOPWORDS and len(w) > 2}

@@ -109,7 +109,7 @@ def _detector(name: str, loose: bool) -> Callable[[DetectorItem], bool]:
     """The detector `name` as a function of an item; the library's one is looked up at call time, so a
     negative control that replaces it is what gets measured."""
     from harness.metrics import qa
-    from harness.techniques.e2e4 import reasoning as e2e4_reasoning
+    from harness.metrics import reasoning as e2e4_reasoning
 
     if name == "abstains":
         return lambda it: (loose_abstention if loose else qa.is_abstention)(it.answer)
@@ -164,7 +164,7 @@ def loose_has_reasoning(row: dict[str, Any]) -> bool:
 
 def loose_specific_reasoning(row: dict[str, Any]) -> bool:
     """Before issue 31: the reasoning names a retrieved page or shares two content words with the question."""
-    from harness.techniques.parsing import content_words
+    from harness.metrics import content_words
 
     steps = (row.get("reasoning_steps") or "").lower()
     files = {c["metadata"]["filename"].lower() for c in row.get("retrieved_chunks") or []}

@@ -18,7 +18,7 @@ from harness.stats._effect import paired_effect, proportion_effect
 from harness.techniques.e2e4.evaluation import (abstains, all_queries_figure, compare, context_recall, handles_out_of_kb,
                                          load_rows, summarize)
 from harness.metrics._text import answer_match
-from harness.techniques.e2e4.reasoning import has_reasoning, specific_reasoning
+from harness.metrics.reasoning import has_reasoning, specific_reasoning
 
 pytestmark = pytest.mark.benchmark
 FILES = {"e2": "e2_standard_rag.jsonl", "e3": "e3_filtered_rag.jsonl", "e4": "e4_reasoning_rag.jsonl"}
@@ -65,7 +65,7 @@ def test_e4_with_reasoning(study, rag_check):
     rag_check("E2E4-FR6-1", value, **_ctx(study, structured_json_rate=structured, with_reasoning=reasoned,
                                       with_any_reasoning_text=sum(bool((r["reasoning_steps"] or "").strip())
                                                                   for r in rows),
-                                      detector="harness.techniques.e2e4.reasoning.has_reasoning", **why))
+                                      detector="harness.metrics.reasoning.has_reasoning", **why))
 
 
 @pytest.mark.spec("E2E4-SC-1")
@@ -103,7 +103,7 @@ def test_reranked_context_more_relevant(study, rag_check, rag_measure):
 def test_reasoning_specific(study, rag_check):
     specific = [specific_reasoning(r) for r in study["rows"]["e4"]]  # context beyond the question's own words
     rag_check("E2E4-FR6-2", proportion_effect(specific), **_ctx(study, available=len(specific),
-                                                            detector="harness.techniques.e2e4.reasoning"
+                                                            detector="harness.metrics.reasoning"
                                                                      ".specific_reasoning"))
 
 

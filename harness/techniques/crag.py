@@ -44,7 +44,7 @@ def reranker_scorer(reranker) -> Scorer:
 def lexical_scorer(*, saturation: int = 3) -> Scorer:
     """A weight-free relevance score: the number of the query's content words a text contains, divided by
     `saturation` and capped at 1 (0.0 for none; 1.0 for `saturation` or more shared words)."""
-    from harness.techniques.parsing import content_words
+    from harness.metrics import content_words
 
     def score(query: str, texts: Sequence[str]) -> np.ndarray:
         q = content_words(query)

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import re
 
+
 _MARKER = re.compile(r"^\s*(?:[-*•]+|\(?\d{1,2}[.):]|query\s*\d*\s*[:.-]|q\d+\s*[:.-])\s*", re.IGNORECASE)
 _LABEL = re.compile(r"^\s*(?:original question|generated quer(?:y|ies)[^:]*|search quer(?:y|ies)|question|"
                     r"passage|rewrite|answer|query)\s*:\s*", re.IGNORECASE)
@@ -49,16 +50,6 @@ def strip_echo(text: str, prompt: str) -> str:
 def first_item(text: str, *, prompt: str = "", exclude: tuple[str, ...] = ()) -> str:
     items = parse_lines(text, prompt=prompt, exclude=exclude)
     return items[0] if items else ""
-
-
-CONTENT_STOPWORDS = frozenset(
-    "a an the of to in on for and or is are was were be been what which who whom how why when where does do did "
-    "can could should would will with by from at as that this these those it its there their any some must".split()
-)
-
-
-def content_words(text: str) -> set[str]:
-    return {w for w in _norm(text).split() if w not in CONTENT_STOPWORDS and len(w) > 2}
 
 
 def parse_letter(text: str, letters: str) -> str | None:

@@ -45,7 +45,7 @@ def _loose_premise(mp: Any) -> None:
 @control("reasoning-detector-counts-echo", breaks="any non-empty E4 reasoning counts, an echoed prompt included")
 def _loose_reasoning(mp: Any) -> None:
     from harness.metrics import detectors
-    from harness.techniques.e2e4 import reasoning as e2e4_reasoning
+    from harness.metrics import reasoning as e2e4_reasoning
 
     replace_everywhere(mp, e2e4_reasoning.has_reasoning, detectors.loose_has_reasoning)
 
@@ -54,6 +54,6 @@ def _loose_reasoning(mp: Any) -> None:
                                                      "the question or names a page, an echoed prompt included")
 def _loose_specific(mp: Any) -> None:
     from harness.metrics import detectors
-    from harness.techniques.e2e4 import reasoning as e2e4_reasoning
+    from harness.metrics import reasoning as e2e4_reasoning
 
     replace_everywhere(mp, e2e4_reasoning.specific_reasoning, detectors.loose_specific_reasoning)

@@ -22,7 +22,8 @@ from harness.llm.client import LLMClient, extract_json
 from harness.parallel import ordered_map
 from harness.prompts import load_prompts, render
 from harness.techniques.generation import try_complete
-from harness.techniques.parsing import CONTENT_STOPWORDS, clean_item
+from harness.metrics._text import CONTENT_STOPWORDS
+from harness.techniques.parsing import clean_item
 from harness.types import Hit, Trace
 
 log = logging.getLogger("rag_harness.ret")

@@ -21,7 +21,7 @@ import re
 from functools import lru_cache
 from typing import Any
 
-from harness.techniques.parsing import CONTENT_STOPWORDS
+from harness.metrics._text import CONTENT_STOPWORDS
 
 __all__ = ["has_reasoning", "novel_reasoning", "prompt_of", "prompt_parts", "specific_reasoning"]
 
