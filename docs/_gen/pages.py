@@ -90,9 +90,10 @@ def _section_of(dotted: str) -> str:
     return dotted.rsplit(".", 1)[0] if "." in dotted else ""
 
 
-def config_page() -> str:
-    """Every leaf field of `HarnessConfig`: dotted name, type, default and description, one table per section."""
-    fields = config_fields()
+def config_page(model: type[BaseModel] | None = None) -> str:
+    """Every leaf field of `HarnessConfig` (or of `model`): dotted name, type, default and description (the field's
+    `Field(description=...)`, empty without one), one table per section."""
+    fields = config_fields(model)
     out = [GENERATED_NOTE, "# Configuration reference", "",
            f"Every field of the one typed configuration (`harness.config.HarnessConfig`): **{len(fields)} fields**. "
            "Write them in a YAML file under the same dotted path (`harness.llm.concurrency: 4` is "
