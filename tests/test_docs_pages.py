@@ -208,3 +208,46 @@ def test_every_measurement_says_when_where_and_with_what(page: Path):
     assert "## Command" in text and "## Result" in text
     index = (DOCS / "benchmarks" / "index.md").read_text(encoding="utf-8")
     assert f"]({page.name})" in index, f"{page.name} is not listed in docs/benchmarks/index.md"
+
+
+# ---------------------------------------------------------------- Markdown that renders as written
+_ITEM = re.compile(r"^(\s*)([-*]|\d+\.) ")
+_SEPARATOR = re.compile(r"^\s*\|(\s*:?-{3,}:?\s*\|)+\s*$")
+
+
+def _render_problems(text: str) -> list[str]:
+    """Lines Python-Markdown would not render as meant: a list glued to the paragraph above it (read as part of
+    the paragraph), and a table whose second line is not the header's separator (no header: read as text)."""
+    problems, inside, prev, table = [], False, "", []
+    for n, line in enumerate([*text.splitlines(), ""], 1):
+        if re.match(r"^\s*```", line):
+            inside = not inside
+        elif not inside:
+            if _ITEM.match(line) and prev.strip() and not _ITEM.match(prev) and not prev.startswith((" ", "\t")) \
+                    and not prev.lstrip().startswith("|"):
+                problems.append(f"{n}: a list with no blank line before it")
+            if line.lstrip().startswith("|"):
+                table.append(n)
+            else:
+                if table and (len(table) < 2 or not _SEPARATOR.match(text.splitlines()[table[1] - 1])):
+                    problems.append(f"{table[0]}: a table without a header row")
+                table = []
+        prev = line
+    return problems
+
+
+def test_every_list_and_table_renders_as_written():
+    from tests.docs_kit import doc_files
+
+    pages = [*doc_files(ROOT), ROOT / "CHANGELOG.md"]
+    bad = [f"{p.relative_to(ROOT)}:{problem}" for p in pages for problem in _render_problems(p.read_text("utf-8"))]
+    assert not bad, "\n".join(bad)
+    generated = [f"{path}:{problem}" for path, make in PAGES.PAGES.items() for problem in _render_problems(make())]
+    assert not generated, "\n".join(generated)
+
+
+def test_the_render_check_catches_a_glued_list_and_a_headless_table():
+    assert _render_problems("Text:\n- item\n") == ["2: a list with no blank line before it"]
+    assert _render_problems("Text:\n\n- item\n  more\n- next\n") == []
+    assert _render_problems("| a | b |\n| 1 | 2 |\n") == ["1: a table without a header row"]
+    assert _render_problems("| a | b |\n| --- | --- |\n| 1 | 2 |\n\n```\n| x |\n```\n") == []

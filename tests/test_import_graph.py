@@ -22,7 +22,7 @@ ABOVE_CORE = ("harness.techniques", "harness.retrieval.index", "harness.report")
 # known exceptions to the layering, each `importer -> imported` with the reason it stays. The E4 reasoning
 # detectors and the content-word set are metrics that live among the techniques; moving them to `harness/metrics/`
 # renames what the spec catalogue (harness/catalogue/detect.yaml, e2e4.yaml), the protocol's `detector=` details and the
-# README cite, so it waits for the folder moves of issue #39 item 2.
+# docs cite, so it waits for the folder moves of issue #39 item 2.
 KNOWN: dict[str, str] = {
     "harness.metrics.detectors -> harness.techniques.e2e4.reasoning": "the reasoning detectors it measures",
     "harness.metrics.detectors -> harness.techniques.parsing": "content_words, for the loose detectors",

@@ -12,6 +12,8 @@ from typing import Any, Callable
 
 from pydantic import BaseModel
 
+# the wide tables take the whole page: Material's front matter hides the side navigation and the table of contents
+WIDE = "---\nhide:\n  - navigation\n  - toc\n---\n"
 GENERATED_NOTE = ("<!-- generated at build time by docs/_gen/pages.py from the code; edit the code, not this "
                   "page -->\n")
 
@@ -35,7 +37,7 @@ def catalogue_page() -> str:
     by_file: dict[str, list[Any]] = {}
     for spec in catalogue:
         by_file.setdefault(Path(spec.file).name, []).append(spec)
-    out = [GENERATED_NOTE, "# The claims catalogue", "",
+    out = [WIDE + GENERATED_NOTE, "# The claims catalogue", "",
            f"Every testable assertion of the protocol, as the package ships it: **{len(catalogue)} specs** in "
            f"{len(by_file)} files of `harness/catalogue/`. A claim's *tier* is the pytest marker its tests carry; "
            "its *decision* is the rule that turns a measurement into a verdict (see [Verdicts](../verdicts.md)); "
@@ -44,13 +46,13 @@ def catalogue_page() -> str:
            "and is never counted as a pass.", ""]
     for name, specs in sorted(by_file.items()):
         out += [f"## {name}", "",
-                "| id | title | tier | metric | comparator | threshold | decision | control | source |",
-                "| --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
+                "| id | claim | tier | metric, comparator, threshold | decision | control | source |",
+                "| --- | --- | --- | --- | --- | --- | --- |"]
         for s in specs:
             decision = s.decision.rule + (f" {s.decision.test} α={s.decision.alpha:g}" if s.decision.test else "")
             control = "property" if s.kind == "property" else s.control
             out.append(f"| <span id=\"{s.id}\"></span>`{s.id}` | {_prose(s.title)} | {s.marker} | "
-                       f"{_cell(s.metric)} | {_cell(s.comparator)} | {_cell(s.threshold)} | "
+                       f"{_cell(f'{s.metric} {s.comparator} {s.threshold}')} | "
                        f"{decision if s.marker == 'benchmark' or s.comparative else ''} | {_cell(control)} | "
                        f"{_prose(s.source)} |")
         out.append("")
@@ -94,7 +96,7 @@ def config_page(model: type[BaseModel] | None = None) -> str:
     """Every leaf field of `HarnessConfig` (or of `model`): dotted name, type, default and description (the field's
     `Field(description=...)`, empty without one), one table per section."""
     fields = config_fields(model)
-    out = [GENERATED_NOTE, "# Configuration reference", "",
+    out = [WIDE + GENERATED_NOTE, "# Configuration reference", "",
            f"Every field of the one typed configuration (`harness.config.HarnessConfig`): **{len(fields)} fields**. "
            "Write them in a YAML file under the same dotted path (`harness.llm.concurrency: 4` is "
            "`harness: {llm: {concurrency: 4}}`) and name the file with `--harness-config` or the ini's "
@@ -152,7 +154,7 @@ def controls_page() -> str:
     for spec in load_catalogue([PROTOCOL_CATALOGUE]):
         if spec.control:
             named.setdefault(spec.control, []).append(spec.id)
-    out = [GENERATED_NOTE, "# Control list", "",
+    out = [WIDE + GENERATED_NOTE, "# Control list", "",
            f"Every negative control the registry holds: **{len(CONTROLS)} controls**, each a deliberately broken "
            "variant of what a spec is named after, under which the spec's check must fail. Registered with "
            "`@control(name, breaks=...)` in `harness/plugin/controls/` (one module per family); see "
