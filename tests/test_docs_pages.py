@@ -219,7 +219,11 @@ def _render_problems(text: str) -> list[str]:
     """Lines Python-Markdown would not render as meant: a list glued to the paragraph above it (read as part of
     the paragraph), and a table whose second line is not the header's separator (no header: read as text)."""
     problems, inside, prev, table = [], False, "", []
+    front = re.match(r"---\n.*?\n---\n", text, flags=re.S)  # YAML front matter (Material's `hide:`), not Markdown
+    skip = front.group(0).count("\n") if front else 0
     for n, line in enumerate([*text.splitlines(), ""], 1):
+        if n <= skip:
+            continue
         if re.match(r"^\s*```", line):
             inside = not inside
         elif not inside:
