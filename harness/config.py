@@ -118,10 +118,10 @@ class LLMSettings(_Strict):
     # calls in flight at once, client-wide (429s lower it, success raises it back); None: 8 for API models,
     # `local_parallel` for the embedded local models
     concurrency: int | None = Field(default=None, ge=1)
-    # slots of the local llama.cpp server (continuous batching): README "Local inference" measured 1, 2 and 4
+    # slots of the local llama.cpp server (continuous batching): docs/local-models.md#local-inference (1, 2 and 4 measured)
     local_parallel: int = Field(default=4, ge=1)
     # threads of the local llama.cpp server: on 2 cores shared with the harness's own embedding and reranking,
-    # 2 threads collapse whenever the other core is busy (README "Local inference")
+    # 2 threads collapse whenever the other core is busy (docs/local-models.md#local-inference)
     local_threads: int = Field(default=1, ge=1)
     requests_per_minute: float | None = Field(default=None, gt=0)  # optional client-side limits
     tokens_per_minute: float | None = Field(default=None, gt=0)
@@ -143,7 +143,7 @@ class LLMSettings(_Strict):
 
 class DatasetSettings(_Strict):
     """Which set under `harness.data_dir` each family of claims is measured on: a folder name, or a path
-    (absolute, or relative to the data directory). See README "Public QA and multiple-choice sets"."""
+    (absolute, or relative to the data directory). See docs/datasets.md."""
 
     # BEIR sets (corpus + qrels) for the retrieval and retrieval-technique claims (HyDE, RAG-Fusion, QRW-003);
     # None: every folder under the data directory that holds a corpus.jsonl
@@ -191,7 +191,7 @@ class JudgeSettings(_Strict):
 
 class SequentialSettings(_Strict):
     """How comparative claims draw their queries (harness.stats.sequential): in looks, each claim stopping at the
-    first look that decides it. The README's *Sequential verdicts* says what the rule guarantees and costs."""
+    first look that decides it. docs/verdicts.md says what the rule guarantees and costs."""
 
     enabled: bool = True  # --fixed-n turns it off: every claim uses all its queries in one look
     look_every: int = Field(default=10, ge=2)  # queries added per look

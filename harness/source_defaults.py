@@ -1,4 +1,5 @@
-"""The default numbers the three source documents fix, where the harness keeps each, and the README's table of them.
+"""The default numbers the three source documents fix, where the harness keeps each, and the docs' table of them
+(docs/source-defaults.md).
 
 `source_defaults.yaml` (beside this module) lists them: the source, its section, a short quote, the value, and
 the places that hold it. A place is one of
@@ -10,7 +11,7 @@ the places that hold it. A place is one of
     code:harness.techniques.hyde:HyDE(temperature)     a parameter's default (a function's, or a class's __init__)
     call:harness.techniques.ret.triangulation:mcq_blend(1.0, 0.0, None)   what a function returns for literal arguments
 
-`python -m harness.source_defaults` prints the README table.
+`python -m harness.source_defaults` prints the table of docs/source-defaults.md.
 """
 from __future__ import annotations
 
@@ -31,6 +32,7 @@ from harness.config import HarnessConfig
 
 TABLE_START = "<!-- source-defaults:start (python -m harness.source_defaults; harness/source_defaults.yaml) -->"
 TABLE_END = "<!-- source-defaults:end -->"
+PAGE = "docs/source-defaults.md"  # the docs page that holds the table, relative to the repository
 _CALLABLE = re.compile(r"^([\w.]+):([\w.]+)\((.*)\)$")
 _ATTRIBUTE = re.compile(r"^([\w.]+):([\w.]+)$")
 
@@ -39,7 +41,7 @@ _ATTRIBUTE = re.compile(r"^([\w.]+):([\w.]+)$")
 class Source:
     key: str
     file: str  # the file's name under spec-sources/
-    label: str  # how the README table names it
+    label: str  # how the docs' table names it
 
 
 @dataclass(frozen=True)
@@ -175,7 +177,7 @@ def _show_value(value: Any) -> str:
 
 
 def markdown_table(sources: dict[str, Source], rows: list[SourceDefault]) -> str:
-    """The README table: one row per default, in the data file's order."""
+    """The docs' table (docs/source-defaults.md): one row per default, in the data file's order."""
     out = ["| Source, section | The source says | Value | Where the harness holds it |",
            "| --- | --- | --- | --- |"]
     for r in rows:
@@ -186,13 +188,13 @@ def markdown_table(sources: dict[str, Source], rows: list[SourceDefault]) -> str
     return "\n".join(out)
 
 
-def readme_block(text: str) -> str:
-    """The table between the README's markers."""
+def page_block(text: str) -> str:
+    """The table between the markers of a page (docs/source-defaults.md)."""
     start, end = text.index(TABLE_START) + len(TABLE_START), text.index(TABLE_END)
     return text[start:end].strip()
 
 
-if __name__ == "__main__":  # pragma: no cover - prints the README table
+if __name__ == "__main__":  # pragma: no cover - prints the docs' table
     print(TABLE_START)
     print(markdown_table(*load_source_defaults()))
     print(TABLE_END)

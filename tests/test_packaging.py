@@ -33,16 +33,25 @@ def test_the_command_is_not_another_projects():
     assert set(scripts) == {"ragharness"} and not set(scripts) & TAKEN
 
 
-def test_every_install_line_in_the_readme_names_this_distribution_or_a_path():
+def _pages() -> dict[str, str]:
+    """README.md and every docs page, by path."""
+    from tests.docs_kit import doc_files
+
+    return {str(p.relative_to(ROOT)): p.read_text(encoding="utf-8") for p in doc_files(ROOT)}
+
+
+def test_every_install_line_in_the_readme_and_the_docs_names_this_distribution_or_a_path():
     name = _project()["name"]
-    readme = (ROOT / "README.md").read_text()
-    ours = re.findall(r"pip install (?:-e )?'?([\w.\-/\[\]]*(?:rag-harness|harness)[\w.\-\[\]]*)'?", readme)
-    assert ours, "the README has no install line for the package"
-    for target in ours:
-        base = target.split("[")[0]
-        assert base == name or "/" in base or base == ".", f"README installs {target!r}, not {name}"
-    for command in re.findall(r"`(rag-harness) (?:eval|run-experiments|techniques|compare|render)", readme):
-        raise AssertionError(f"README calls `{command}`: the command is ragharness")
+    found = 0
+    for path, text in _pages().items():
+        ours = re.findall(r"pip install (?:-e )?'?([\w.\-/\[\]]*(?:rag-harness|harness)[\w.\-\[\]]*)'?", text)
+        found += len(ours)
+        for target in ours:
+            base = target.split("[")[0]
+            assert base == name or "/" in base or base == ".", f"{path} installs {target!r}, not {name}"
+        for command in re.findall(r"`(rag-harness) (?:eval|run-experiments|techniques|compare|render)", text):
+            raise AssertionError(f"{path} calls `{command}`: the command is ragharness")
+    assert found, "neither the README nor the docs have an install line for the package"
 
 
 def _constraints() -> dict[str, str]:
@@ -62,7 +71,7 @@ def test_the_constraints_pin_every_declared_dependency_within_its_range():
     pins = _constraints()
     project = _project()
     declared = project["dependencies"] + project["optional-dependencies"]["dev"] + \
-        project["optional-dependencies"]["local"]
+        project["optional-dependencies"]["local"] + project["optional-dependencies"]["docs"]
     unmet = []
     for text in declared:
         req = Requirement(text)
@@ -72,12 +81,15 @@ def test_the_constraints_pin_every_declared_dependency_within_its_range():
     assert not unmet, "constraints.txt does not satisfy pyproject.toml (run scripts/lock.sh): " + "; ".join(unmet)
 
 
-def test_the_install_scripts_and_readme_install_with_the_constraints():
+def test_the_install_scripts_the_readme_and_the_docs_install_with_the_constraints():
     scripts = {name: (ROOT / "scripts" / name).read_text() for name in ("test.sh", "benchmark.sh")}
     for name, text in scripts.items():
         installs = [line for line in text.splitlines()
                     if re.match(r'\s*(install|"\$VENV/bin/pip" install) ', line) and "--upgrade pip" not in line]
         assert installs, name
         assert all("-c constraints.txt" in line for line in installs), (name, installs)
-    quick_start = (ROOT / "README.md").read_text().split("## Quick start", 1)[1].split("```bash", 1)[1].split("```")[0]
-    assert quick_start.count("-c constraints.txt") == 2, quick_start
+    from tests.docs_kit import blocks
+
+    for path, section in (("README.md", "Quick start"), ("docs/getting-started.md", "Install")):
+        install = blocks(path, section, "bash")[0]
+        assert install.count("-c constraints.txt") == 2, (path, install)

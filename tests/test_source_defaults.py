@@ -1,6 +1,6 @@
 """Every default number the source documents fix is the harness's default: one test per place that holds it (so
 a changed default fails the test named after it), the shipped wsop.yaml keeps it, the quote stands in the section
-the table cites, and README's table is the data file's (harness/source_defaults.yaml)."""
+the table cites, and the docs' table (docs/source-defaults.md) is the data file's (harness/source_defaults.yaml)."""
 from __future__ import annotations
 
 from pathlib import Path
@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 from harness.config import HarnessConfig, leaf_fields, load_config
-from harness.source_defaults import (TABLE_END, TABLE_START, load_source_defaults, markdown_table, quote_in_section,
-                                     readme_block, resolve, same_value, section_text)
+from harness.source_defaults import (PAGE, TABLE_END, TABLE_START, load_source_defaults, markdown_table, page_block,
+                                     quote_in_section, resolve, same_value, section_text)
 
 pytestmark = pytest.mark.unit
 ROOT = Path(__file__).resolve().parents[1]
@@ -57,11 +57,11 @@ def test_every_numeric_protocol_field_is_a_sourced_default():
     assert numeric - placed == set()
 
 
-def test_readme_table_is_the_data_file():
-    readme = (ROOT / "README.md").read_text(encoding="utf-8")
-    assert readme.count(TABLE_START) == 1 and readme.count(TABLE_END) == 1
-    assert readme_block(readme) == markdown_table(SOURCES, ROWS), \
-        "README's table drifted from harness/source_defaults.yaml: paste `python -m harness.source_defaults`"
+def test_the_docs_table_is_the_data_file():
+    page = (ROOT / PAGE).read_text(encoding="utf-8")
+    assert page.count(TABLE_START) == 1 and page.count(TABLE_END) == 1
+    assert page_block(page) == markdown_table(SOURCES, ROWS), \
+        f"{PAGE}'s table drifted from harness/source_defaults.yaml: paste `python -m harness.source_defaults`"
 
 
 # ---------------------------------------------------------------- the resolver, on hand-made values

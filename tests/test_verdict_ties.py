@@ -1,5 +1,5 @@
 """Issue 40, item 4: a comparative claim whose pairs all tie (HYDE-003 on a user's 12 queries: Recall@10 0.875 for
-dense and for HyDE, +0/=12/−0) gets the ties interval the README promises and an MDE above 0; it reads
+dense and for HyDE, +0/=12/−0) gets the ties interval docs/verdicts.md promises and an MDE above 0; it reads
 inconclusive, not untestable, with a reason that names only the measurement; and the terminal table and the
 report's first screen show both arms' values beside the verdict."""
 from __future__ import annotations
@@ -32,7 +32,7 @@ def _tied() -> Effect:
 
 @pytest.mark.unit
 def test_all_ties_relative_effect_gets_the_ties_interval_over_the_baseline_mean():
-    """The mean difference lies within ±p·1 = ±0.2646 (README, *Which interval*); over the baseline mean 0.875 the
+    """The mean difference lies within ±p·1 = ±0.2646 (docs/verdicts.md, *All pairs tied*); over the baseline mean 0.875 the
     relative effect within ±0.2646/0.875 = ±0.30245, cut above at what Recall@10 can still gain over 0.875:
     1/0.875 − 1 = 1/7 = 0.142857. Its SD is the one that interval implies: 0.30245·√12 / 2.2009852 = 0.47603."""
     e = _tied()

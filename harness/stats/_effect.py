@@ -19,7 +19,7 @@ from harness.stats.intervals import (
     t_interval, ties_interval, wilson_interval,
 )
 
-# Chosen by benchmarks/test_calibration.py on Cranfield (dense, BM25, hybrid; 225 topics): see README.
+# Chosen by benchmarks/test_calibration.py on Cranfield (dense, BM25, hybrid; 225 topics): see docs/verdicts.md#which-interval-which-test.
 VERDICT_INTERVAL = {"difference": "t", "relative": "t", "proportion": "wilson"}
 PRIMARY_TEST = {"difference": "t", "relative": "t", "binary": "mcnemar"}
 _TIE = 1e-12

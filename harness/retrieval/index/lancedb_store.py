@@ -19,7 +19,7 @@ from harness.types import Chunk, Document, Hit
 
 _MANIFEST = "_rag_harness_manifest"
 # tables at least this large get an IVF-PQ index: per query it beats exact search from ~3e4 rows, but its build is
-# repaid only after ~16k queries at 1e5 rows (README, "Where the threshold comes from"; ann_probe)
+# repaid only after ~16k queries at 1e5 rows (docs/benchmarks/2026-11-24-ann-threshold.md; harness._probes.ann)
 ANN_MIN_ROWS = 100_000
 # query vectors per multi-vector LanceDB search: bounds the rows held at once. Unbounded, halueval-qa's 8,000
 # queries at depth 100 held 800k rows with their texts in one result, and its ANN benchmark peaked at 10.3 GB.

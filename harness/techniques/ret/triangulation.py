@@ -28,7 +28,7 @@ from harness.types import Hit, Trace
 
 log = logging.getLogger("rag_harness.ret")
 COVERAGE_HEADER = "HYPOTHESIS EVIDENCE COVERAGE"
-# the proposal's fixed numbers that it gives no setting (README "Defaults the sources fix")
+# the proposal's fixed numbers that it gives no setting (docs/source-defaults.md)
 MIN_FINGERPRINT_TOKENS = 2  # a fingerprint is found in a document holding at least 2 of its tokens
 MIN_TOTAL_FINGERPRINTS = 2  # fewer fingerprints over all hypotheses: RET is skipped as a parse failure
 FOCUS_TERMS = 2  # a fingerprint query carries the question's top 2 focus terms
