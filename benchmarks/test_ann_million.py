@@ -11,7 +11,7 @@ import sys
 
 import pytest
 
-pytestmark = pytest.mark.benchmark
+pytestmark = [pytest.mark.benchmark, pytest.mark.selfcheck]  # the harness checking itself
 
 
 def _probe(n: int, folder, *flags: str) -> dict:

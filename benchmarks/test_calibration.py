@@ -13,7 +13,7 @@ from harness.metrics import evaluate
 from harness.stats import calibration as calib
 from harness.stats._effect import VERDICT_INTERVAL
 
-pytestmark = pytest.mark.benchmark
+pytestmark = [pytest.mark.benchmark, pytest.mark.selfcheck]  # the harness checking itself
 SEED = 14
 PAIRS = (("dense", "bm25"), ("dense", "hybrid"), ("bm25", "hybrid"))
 TESTS = {"T": "t", "PERMUTATION": "permutation", "WILCOXON": "wilcoxon", "MCNEMAR": "mcnemar"}

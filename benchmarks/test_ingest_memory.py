@@ -10,7 +10,7 @@ import sys
 
 import pytest
 
-pytestmark = pytest.mark.benchmark
+pytestmark = [pytest.mark.benchmark, pytest.mark.selfcheck]  # the harness checking itself
 
 
 @pytest.fixture(scope="module")

@@ -31,7 +31,7 @@ from harness.retrieval.rerank import SentenceMaxSimReranker
 from harness.runner import run_experiments
 from harness.techniques.e2e4.pipelines import EXPERIMENTS, dry_run_responder
 
-pytestmark = pytest.mark.benchmark
+pytestmark = [pytest.mark.benchmark, pytest.mark.selfcheck]  # the harness checking itself
 KB = Path(__file__).resolve().parents[1] / "fixtures" / "retail_kb"
 LATENCY_S, CONCURRENCY, RPM, ERROR_RATE, FAULT_QUERIES = 0.3, 8, 60, 0.05, 40
 THROTTLE_RATE = 0.05  # the fault study's API also answers 5% of requests 429 whatever its window (a shared quota)

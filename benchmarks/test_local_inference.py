@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-pytestmark = pytest.mark.benchmark
+pytestmark = [pytest.mark.benchmark, pytest.mark.selfcheck]  # the harness checking itself
 
 
 @pytest.fixture(scope="module")

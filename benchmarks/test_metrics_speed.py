@@ -11,7 +11,7 @@ from harness.metrics import evaluate
 from harness.metrics.runs import score_run
 from harness.stats.latency import interleaved_best
 
-pytestmark = pytest.mark.benchmark
+pytestmark = [pytest.mark.benchmark, pytest.mark.selfcheck]  # the harness checking itself
 MEASURES = ["nDCG@10", "Recall@10", "Recall@100", "MRR@10", "MAP@100"]
 TREC = {"nDCG@10": "ndcg_cut_10", "Recall@10": "recall_10", "Recall@100": "recall_100", "MRR@10": "recip_rank",
         "MAP@100": "map_cut_100"}

@@ -11,7 +11,7 @@ from harness.retrieval.embed import ONNX_INT8_MINILM
 from harness._probes.ingest import write_corpus
 from harness.retrieval.index.lancedb_store import LanceStore
 
-pytestmark = [pytest.mark.benchmark, pytest.mark.filterwarnings("ignore:lance is not fork-safe:UserWarning")]
+pytestmark = [pytest.mark.benchmark, pytest.mark.selfcheck, pytest.mark.filterwarnings("ignore:lance is not fork-safe:UserWarning")]
 N = 400
 
 

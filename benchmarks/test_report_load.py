@@ -16,7 +16,7 @@ import pytest
 
 from harness.report.browser import dump_dom, find_chromium, ready_ms
 
-pytestmark = [pytest.mark.benchmark,
+pytestmark = [pytest.mark.benchmark, pytest.mark.selfcheck,
               pytest.mark.skipif(find_chromium() is None, reason="no Chromium found: apt-get install -y chromium")]
 N = 10_000
 CLAIMS = ("HYDE-LOAD", "RAGF-LOAD", "CRAG-LOAD")

@@ -47,6 +47,7 @@ def test_retrieval_quality(rag_dataset_name, mode, rag_dataset, rag_dense_store,
     assert scores["nDCG@10"].mean() > 0.0
 
 
+@pytest.mark.selfcheck
 @pytest.mark.spec("RETR-TREC-EVAL-AGREEMENT")
 def test_dense_metrics_agree_with_pytrec_eval(rag_dataset_name, rag_dataset, rag_dense_retriever, rag_check):
     pytrec_eval = pytest.importorskip("pytrec_eval", reason="pip install pytrec-eval-terrier (the dev extra)")
@@ -62,6 +63,7 @@ def test_dense_metrics_agree_with_pytrec_eval(rag_dataset_name, rag_dataset, rag
     rag_check("RETR-TREC-EVAL-AGREEMENT", worst, dataset=rag_dataset_name, n=len(qids))
 
 
+@pytest.mark.selfcheck
 @pytest.mark.spec("RETR-SCIFACT-MTEB")
 def test_scifact_reproduces_mteb(rag_beir_dataset, rag_embedder, rag_config, rag_check):
     from harness.retrieval.index.lancedb_store import LanceStore
@@ -75,6 +77,7 @@ def test_scifact_reproduces_mteb(rag_beir_dataset, rag_embedder, rag_config, rag
     rag_check("RETR-SCIFACT-MTEB", abs(ndcg - 0.6451), value_ndcg10=ndcg, dataset="scifact", model=rag_embedder.name)
 
 
+@pytest.mark.selfcheck
 def test_lancedb_vs_numpy_top10(rag_dataset_name, rag_dataset, rag_dense_store, rag_embedder, benchmark, rag_measure):
     from harness.stats.latency import interleaved_ratio
 
@@ -97,6 +100,7 @@ def test_lancedb_vs_numpy_top10(rag_dataset_name, rag_dataset, rag_dense_store, 
     assert same >= 0.98
 
 
+@pytest.mark.selfcheck
 def test_metric_throughput_10k_by_100(benchmark, rag_measure):
     rng = np.random.default_rng(0)
     docs = [f"d{i}" for i in range(5000)]
@@ -149,6 +153,7 @@ def embedder_comparison(rag_beir_dataset, rag_config, tmp_path_factory):
     return out, len(docs), len(queries), hit
 
 
+@pytest.mark.selfcheck
 @pytest.mark.spec("EMB-INT8-NDCG")
 def test_int8_embedder_against_float(embedder_comparison, rag_check, rag_measure):
     from harness.retrieval.embed import ONNX_INT8_MINILM
@@ -166,6 +171,7 @@ def test_int8_embedder_against_float(embedder_comparison, rag_check, rag_measure
           model=f"{ONNX_INT8_MINILM} vs all-MiniLM-L6-v2", **cache)
 
 
+@pytest.mark.selfcheck
 @pytest.mark.spec("ANN-VERDICTS-EQUAL")
 def test_ann_keeps_the_retrieval_verdicts(rag_dataset_name, rag_dataset, rag_embedder, tmp_path_factory, rag_check, rag_measure):
     """The set indexed again with an IVF-PQ index (forced: these sets are below `ANN_MIN_ROWS`; the vectors come

@@ -66,6 +66,9 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption("--controls-only", action="store_true", default=False,
                     help="with --negative-controls, run each spec-bound test under its control only and skip its "
                          "real run and every test bound to no spec (for a suite that runs the real tests itself).")
+    group.addoption("--record-selfchecks", action="store_true", default=False,
+                    help="keep this run's results as the harness's latest self-checks (<cache_dir>/selfcheck/; "
+                         "scripts/selfcheck.sh passes it); every other run's report shows them.")
     group.addoption("--under-control", action="store", default=None, metavar="NAME",
                     help="apply the named negative control to the whole session (--negative-controls runs "
                          "benchmark-tier tests this way, in a fresh process, so their module and session fixtures "

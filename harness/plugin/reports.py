@@ -31,6 +31,10 @@ class ReportHooks:
         if results is None:
             return
         lines = summary_lines(results["specs"])
+        if "selfchecks" in results and lines:
+            from harness.report.selfchecks import selfcheck_line
+
+            lines.append(selfcheck_line(results["selfchecks"]))
         from harness.report.html.page import capability_text, judge_lines
 
         lines = judge_lines(results.get("provenance") or {}) + lines
@@ -99,6 +103,14 @@ class ReportHooks:
         results = build_results(collector, catalogue_of(self.config), root=self.config.rootpath,
                                 benchmarks=_benchmark_stats(collector), markexpr=self.config.option.markexpr or "",
                                 spend=summary, estimate=estimate)
+        from harness.report.selfchecks import latest_selfchecks, record_selfchecks
+
+        if self.config.getoption("record_selfchecks"):
+            record_selfchecks(results, hc.harness.cache_dir)
+        else:  # the latest kept, or "none recorded" where this project has the script that records them
+            kept = latest_selfchecks(hc.harness.cache_dir)
+            if kept is not None or (self.config.rootpath / "scripts" / "selfcheck.sh").is_file():
+                results["selfchecks"] = kept
         self.config.stash[RESULTS_KEY] = results
         self.config._harness_report_paths = write_results(results, hc.harness.report_dir)  # type: ignore[attr-defined]
         if self.config.getoption("strict_verdicts") and any(r["verdict"] == "inconclusive" for r in results["specs"]):

@@ -113,6 +113,10 @@ def render_html(results: dict[str, Any]) -> str:
         body += ["<h2>Retrieval quality by technique</h2>", charts]
     if lat:
         body += ["<h2>Latency ratios (dashed line: 1.0×)</h2>", lat]
+    if "selfchecks" in results:
+        from harness.report.selfchecks import selfcheck_html
+
+        body += [selfcheck_html(results["selfchecks"])]
     body += [dataset_cards(results.get("provenance") or {})]
     body += [_spend_table(results.get("spend") or {}, results.get("estimate"))]
     body += [timing_html(results.get("timing"))]

@@ -1,0 +1,16 @@
+#!/usr/bin/env bash
+# The harness's self-checks: the benchmark-tier claims about the harness itself (statistics calibration on real
+# topics, metric speed and agreement with pytrec_eval, the embedder against MTEB and its float model, ANN verdicts,
+# the report's load time, the live-API simulation). No model is called. Results go to reports/selfcheck/ and are
+# kept under the cache directory, where every later run's report (the main job's included) reads them.
+# Uses the virtualenv scripts/test.sh or scripts/benchmark.sh made (VENV=...), installing the dev extra if needed.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+VENV="${VENV:-.venv}"
+if ! "$VENV/bin/python" -c "import harness, pytrec_eval" >/dev/null 2>&1; then
+  [ -x "$VENV/bin/python" ] || python3 -m venv "$VENV"
+  "$VENV/bin/pip" install --quiet -c constraints.txt torch==2.13.0
+  "$VENV/bin/pip" install --quiet -c constraints.txt -e '.[dev]'
+fi
+HF_HUB_OFFLINE=1 exec "$VENV/bin/python" -m pytest -m "benchmark and selfcheck" --record-selfchecks \
+  --report-dir reports/selfcheck "$@"
