@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# The test command: a fresh virtualenv, the package with its dev extra, lint, then the unit and integration tiers.
+# The test command: a fresh virtualenv, the package with its dev extra, lint, type check, then the unit and
+# integration tiers.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 VENV="${VENV:-.venv}"
@@ -9,6 +10,7 @@ python3 -m venv --clear "$VENV"
 "$VENV/bin/pip" install --quiet -c constraints.txt torch==2.13.0
 "$VENV/bin/pip" install --quiet -c constraints.txt -e '.[dev]'
 "$VENV/bin/ruff" check .
+"$VENV/bin/mypy" harness
 set +e
 HF_HUB_OFFLINE=1 "$VENV/bin/python" -m pytest -m "unit or integration" --report-dir reports/ci "$@"
 status=$?
