@@ -9,7 +9,7 @@ import os
 import platform
 import time
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Sequence
 
 from harness.provenance import content_hash_of, package_versions
 
@@ -30,7 +30,7 @@ def _cpu_model() -> str:
     return ""
 
 
-def cache_key(*, files: list[str | Path] = (), packages: tuple[str, ...] = (), **parts: Any) -> str:
+def cache_key(*, files: Sequence[str | Path] = (), packages: tuple[str, ...] = (), **parts: Any) -> str:
     """sha256 over the content of `files` (files or folders), the versions of `packages` and the other `parts`."""
     blob = {"files": {str(Path(f).name): content_hash_of(f) for f in files},
             "packages": package_versions(packages) if packages else {}, **parts}

@@ -234,7 +234,7 @@ def run_experiments(kb_dir: str | Path, out_dir: str | Path, *, experiments: Seq
                 summary.failed[name].append(q.query_id)
             bar.advance()
             return
-        if not o.answer.strip():
+        if not (o.answer or "").strip():
             log.error("%s %s: empty answer from the model; not recorded", name, q.query_id)
             with lock:
                 summary.failed[name].append(q.query_id)

@@ -97,10 +97,10 @@ def resolve(place: str, config: HarnessConfig | None = None) -> Any:
     if kind == "code":
         m = _CALLABLE.match(ref)
         if m:
-            param = inspect.signature(_object(m.group(1), m.group(2))).parameters[m.group(3).strip()]
-            if param.default is inspect.Parameter.empty:
+            parameter = inspect.signature(_object(m.group(1), m.group(2))).parameters[m.group(3).strip()]
+            if parameter.default is inspect.Parameter.empty:
                 raise ValueError(f"{place}: the parameter has no default")
-            return param.default
+            return parameter.default
         m = _ATTRIBUTE.match(ref)
         if m:
             return _object(m.group(1), m.group(2))

@@ -96,7 +96,7 @@ class Trace:
 
     stages: list[Stage] = field(default_factory=list)
     events: list[dict[str, Any]] = field(default_factory=list)
-    _lock: Any = field(default_factory=threading.Lock, repr=False, compare=False)
+    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)
 
     def _stack(self) -> tuple[Stage, ...]:
         return (_OPEN_STAGES.get() or {}).get(id(self), ())

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# The test command: a fresh virtualenv, the package with its dev extra, lint, the docs site built strict, then the
-# unit and integration tiers.
+# The test command: a fresh virtualenv, the package with its dev and docs extras, lint, the type check and the docs
+# site built strict, then the unit and integration tiers.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 VENV="${VENV:-.venv}"
@@ -8,12 +8,15 @@ python3 -m venv --clear "$VENV"
 "$VENV/bin/pip" install --quiet --upgrade pip
 # torch pinned first so pip takes the CPU build from local disk instead of a multi-GB CUDA build
 "$VENV/bin/pip" install --quiet -c constraints.txt torch==2.13.0
-"$VENV/bin/pip" install --quiet -c constraints.txt -e '.[dev]'
+"$VENV/bin/pip" install --quiet -c constraints.txt -e '.[dev,docs]'
 "$VENV/bin/ruff" check .
-# the documentation site: its extra, then a strict build (a broken link, a page outside the nav or a generated page
-# that fails to build stops CI); the site goes into the virtualenv, not the tree
-"$VENV/bin/pip" install --quiet -c constraints.txt -e '.[docs]'
+# the type check (mypy: strict on stats/, metrics/, the configuration, the technique registry and the public API)
+# and the documentation site built strict (a broken link, a page outside the nav or a generated page that fails
+# stops CI; the site goes into the virtualenv, not the tree): one core each, side by side
+"$VENV/bin/mypy" harness &
+mypy_pid=$!
 NO_MKDOCS_2_WARNING=1 "$VENV/bin/mkdocs" build --strict --quiet --site-dir "$VENV/site"
+wait "$mypy_pid"
 set +e
 # both cores (pytest-xdist; work stealing evens out the few long meta-tests); the report merges the workers
 HF_HUB_OFFLINE=1 "$VENV/bin/python" -m pytest -m "unit or integration" -n auto --dist worksteal --report-dir reports/ci "$@"

@@ -17,7 +17,7 @@ LIBRARY = Path(harness.__file__).resolve().parent
 # (importers allowed, prefix imported): only the pytest-facing layers import the pytest layer
 PLUGIN_USERS = ("harness.plugin", "harness.protocol", "harness.first_look")
 # the core (statistics, metrics, types, configuration) imports no technique, store or report module
-CORE = ("harness.stats", "harness.metrics", "harness.types", "harness.config")
+CORE = ("harness.stats", "harness.metrics", "harness.types", "harness.config", "harness.config_models")
 ABOVE_CORE = ("harness.techniques", "harness.retrieval.index", "harness.report")
 # known exceptions to the layering, each `importer -> imported` with the reason it stays: none since the E4 reasoning
 # detectors and the content-word set moved to harness/metrics/ (issue #39 item 2)

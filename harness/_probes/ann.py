@@ -11,6 +11,7 @@ import math
 import sys
 import time
 from pathlib import Path
+from typing import Callable, TypeVar
 
 from harness.peak_memory import peak_rss_mib
 
@@ -18,8 +19,11 @@ import numpy as np
 
 
 
-def _best_of(fn, repeats: int = 3) -> tuple[float, object]:
-    best, out = math.inf, None
+T = TypeVar("T")
+
+
+def _best_of(fn: Callable[[], T], repeats: int = 3) -> tuple[float, T]:
+    best = math.inf
     for _ in range(repeats):
         t0 = time.perf_counter()
         out = fn()

@@ -9,7 +9,7 @@ from typing import Any, Callable, Iterable
 
 import yaml
 
-from harness.stats._verdict import DIRECTIONAL, RULES, TESTS, Decision
+from harness.stats._verdict import DIRECTIONAL, RULES, TESTS, Comparator, Decision
 
 TIERS = ("unit", "integration", "benchmark")
 REQUIRED_KEYS = ("id", "title", "marker", "metric", "comparator", "threshold", "source")
@@ -17,7 +17,7 @@ OPTIONAL_KEYS = ("expected", "note", "issue", "decision", "control", "kind", "da
 KINDS = ("claim", "property")
 DECISION_KEYS = ("rule", "test", "alpha", "confidence")
 
-_COMPARATORS: dict[str, Callable[[Any, Any], bool]] = {
+_COMPARATORS: dict[Comparator, Callable[[Any, Any], bool]] = {
     ">=": operator.ge,
     ">": operator.gt,
     "<=": operator.le,
@@ -41,7 +41,7 @@ class Spec:
     title: str
     marker: str
     metric: str
-    comparator: str
+    comparator: Comparator
     threshold: Any
     source: str
     expected: str = ""
@@ -169,7 +169,7 @@ def _validate_entry(entry: Any, path: Path, index: int) -> Spec:
     return Spec(**fields, file=str(path))
 
 
-def _decision(raw: Any, where: str, comparator: str) -> Decision:
+def _decision(raw: Any, where: str, comparator: Comparator) -> Decision:
     """Parse `decision: ci|estimate` or `decision: {rule: test, test: mcnemar, alpha: 0.15[, confidence: 0.95]}`."""
     if isinstance(raw, str):
         raw = {"rule": raw}

@@ -129,7 +129,7 @@ def first_of_each_type(queries: list[QueryInput], n: int | None) -> list[QueryIn
     lanes = [iter(v) for v in by_type.values()]
     while len(chosen) < n:
         for lane in lanes:
-            q = next(lane, None)
-            if q is not None and len(chosen) < n:
-                chosen.add(q.query_id)
+            nxt = next(lane, None)
+            if nxt is not None and len(chosen) < n:
+                chosen.add(nxt.query_id)
     return [q for q in queries if q.query_id in chosen]

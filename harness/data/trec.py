@@ -32,8 +32,9 @@ class _Irregular(Exception):
 def _lean(path: Path, ncols: int, key: int, value: int, convert: Callable[[str], Any]) -> dict[str, dict] | None:
     """{qid: {docid: value}} read with one split per line when every line is regular (exactly `ncols` fields, no
     comment, no repeated docid, a value `convert` takes); None at the first irregular one."""
-    out: dict[str, dict] = {}
-    last, docs = None, {}
+    out: dict[str, dict[str, Any]] = {}
+    last: str | None = None
+    docs: dict[str, Any] = {}
     try:
         with path.open(encoding="utf-8") as fh:
             for parts in map(str.split, fh):
@@ -43,11 +44,12 @@ def _lean(path: Path, ncols: int, key: int, value: int, convert: Callable[[str],
                     continue
                 qid = parts[0]
                 if qid != last:  # a file lists a query's lines together: one lookup per query, not per line
-                    docs = out.get(qid)
-                    if docs is None:
+                    found = out.get(qid)
+                    if found is None:
                         if qid.startswith("#"):
                             raise _Irregular
-                        docs = out[qid] = {}
+                        found = out[qid] = {}
+                    docs = found
                     last = qid
                 did = parts[key]
                 if did in docs:

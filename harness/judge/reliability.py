@@ -23,7 +23,7 @@ supported (`hold_on_unreliable_judge`, which `harness.plugin.fixtures.check` app
 from __future__ import annotations
 
 import math
-from collections import Counter
+from collections import Counter, defaultdict
 from dataclasses import asdict, dataclass, field
 from typing import Any, Hashable, Sequence
 
@@ -63,11 +63,11 @@ def kappa_interval(a: Sequence[Hashable], b: Sequence[Hashable], *, confidence: 
     rng = np.random.default_rng(seed)
     xa, xb = np.asarray(a, dtype=object), np.asarray(b, dtype=object)
     ks = [cohen_kappa(list(xa[i]), list(xb[i])) for i in (rng.integers(0, n, n) for _ in range(n_resamples))]
-    ks = np.array([k for k in ks if not math.isnan(k)])
-    if not len(ks):
+    defined = np.array([k for k in ks if not math.isnan(k)])
+    if not len(defined):
         return (math.nan, math.nan)
     tail = (1 - confidence) / 2 * 100
-    return (float(np.percentile(ks, tail)), float(np.percentile(ks, 100 - tail)))
+    return (float(np.percentile(defined, tail)), float(np.percentile(defined, 100 - tail)))
 
 
 def accuracy(predicted: Sequence[Hashable], labels: Sequence[Hashable], *,
@@ -131,7 +131,7 @@ def recheck_flips(first: Sequence[Hashable | None], second: Sequence[Hashable | 
 def krippendorff_alpha(ratings: Sequence[Sequence[Hashable | None]]) -> float:
     """Nominal α over `ratings[unit][rater]` (None: missing); units with fewer than two ratings are not
     pairable and are left out; nan when no disagreement is expected (one value only)."""
-    coincidence: Counter = Counter()
+    coincidence: defaultdict[tuple[Hashable, Hashable], float] = defaultdict(float)
     for unit in ratings:
         values = [v for v in unit if v is not None]
         m = len(values)
@@ -143,7 +143,7 @@ def krippendorff_alpha(ratings: Sequence[Sequence[Hashable | None]]) -> float:
                 pairs = counts[c] * (counts[k] - (c == k))
                 if pairs:
                     coincidence[(c, k)] += pairs / (m - 1)
-    n_c: Counter = Counter()
+    n_c: defaultdict[Hashable, float] = defaultdict(float)
     for (c, _), v in coincidence.items():
         n_c[c] += v
     n = sum(n_c.values())

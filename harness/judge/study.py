@@ -69,17 +69,24 @@ def measure_agreement(judges: Sequence[Judge], items: Sequence[LabelledClaim], l
     reliability: dict[str, JudgeReliability] = {}
     for judge in everyone:
         if isinstance(judge, LexicalJudge):
-            first[judge.name] = _rule_all(f"judge {judge.name} on {labelled_set}", items,
-                                          lambda it, j=judge: j.supported(it.item), 1)
+            def lexical_rule(it: LabelledClaim, j: LexicalJudge = judge) -> bool | None:
+                return j.supported(it.item)
+
+            first[judge.name] = _rule_all(f"judge {judge.name} on {labelled_set}", items, lexical_rule, 1)
             reliability[judge.name] = JudgeReliability.measure(judge.name, labelled_set, first[judge.name], labels,
                                                                seed=seed)
             continue
         j: Any = judge
-        once = _rule_all(f"judge {j.name} on {labelled_set}", items,
-                         lambda it, j=j: j.rule(it.item, seed=seed), _concurrency(j))
+
+        def ruling(it: LabelledClaim, j: Any = j) -> Ruling:
+            return j.rule(it.item, seed=seed)
+
+        def reruling(it: LabelledClaim, j: Any = j) -> Ruling:
+            return j.rule(it.item, seed=seed + 1, recheck=True)
+
+        once = _rule_all(f"judge {j.name} on {labelled_set}", items, ruling, _concurrency(j))
         again = _rule_all(f"judge {j.name} on {labelled_set} (again: {j.recheck_prompt} at temperature "
-                          f"{j.recheck_temperature})", items,
-                          lambda it, j=j: j.rule(it.item, seed=seed + 1, recheck=True), _concurrency(j))
+                          f"{j.recheck_temperature})", items, reruling, _concurrency(j))
         rulings[j.name] = (once, again)
         first[j.name], second[j.name] = [r.verdict for r in once], [r.verdict for r in again]
         reliability[j.name] = JudgeReliability.measure(

@@ -9,7 +9,7 @@ import json
 import threading
 import time
 from pathlib import Path
-from typing import Any, Callable, Sequence, TypeVar
+from typing import TYPE_CHECKING, Any, Callable, Sequence, TypedDict, TypeVar
 
 import numpy as np
 from pydantic import BaseModel, ValidationError
@@ -28,10 +28,31 @@ from harness.llm.spend import BudgetExhausted, Spend
 from harness.parallel import ordered_map
 from harness.types import Trace
 
+if TYPE_CHECKING:
+    from litellm import ModelResponse
+    from typing_extensions import Unpack  # typing's from Python 3.11
+
 T = TypeVar("T", bound=BaseModel)
 __all__ = ["LLMClient", "LLMError", "LLMResult", "FatalModelError", "ReplayMiss", "StructuredOutputError",
            "extract_json", "litellm_price"]
 Messages = list[dict[str, str]]
+
+
+class CallOptions(TypedDict, total=False):
+    """`complete`'s sampling and caching options, as `structured` passes them on."""
+
+    temperature: float
+    max_tokens: int
+    stop: Sequence[str] | None
+    seed: int | None
+    use_cache: bool
+
+
+class CompleteOptions(CallOptions, total=False):
+    """Every keyword option of `complete`, as `complete_many` passes them on."""
+
+    system: str | None
+    trace: Trace | None
 
 
 class LLMClient:
@@ -181,7 +202,7 @@ class LLMClient:
                                   seconds=time.perf_counter() - t0)
         return res
 
-    def cost(self, response: Any, prompt_tokens: int, completion_tokens: int) -> float | None:
+    def cost(self, response: ModelResponse, prompt_tokens: int, completion_tokens: int) -> float | None:
         """USD for one call: the declared price if there is one, else litellm's; None when neither knows."""
         if self.price is not None:
             return self.price.cost(prompt_tokens, completion_tokens)
@@ -269,7 +290,7 @@ class LLMClient:
                 for window, slot in slots:
                     window.settle(slot)
                 slots = []
-                if held is not None and not answered:  # a failed request is not billed
+                if held is not None and self.spend is not None and not answered:  # a failed request is not billed
                     self.spend.settle(held, 0.0)
             self.limit.succeeded()
             latency = self.clock.monotonic() - t0
@@ -313,7 +334,8 @@ class LLMClient:
 
     # ------------------------------------------------------------------ structured output
     def structured(self, prompt: str | Messages, schema: type[T], *, system: str | None = None,
-                   trace: Trace | None = None, lenient: Callable[[str], T | None] | None = None, **kw: Any) -> T:
+                   trace: Trace | None = None, lenient: Callable[[str], T | None] | None = None,
+                   **kw: Unpack[CallOptions]) -> T:
         """Validate the output against `schema`; on failure ask once for a repair, then raise
         StructuredOutputError with the raw text kept. `lenient(text)` may read a reply that is not JSON (a bare
         "Yes") into the schema before a repair is asked for; it returns None when it cannot."""
@@ -340,7 +362,8 @@ class LLMClient:
                                         f"{str(exc).splitlines()[0]}", raw=second.text, first_raw=first.text) from None
 
     # ------------------------------------------------------------------ many calls, embeddings
-    def complete_many(self, prompts: Sequence[str | Messages], **kw: Any) -> list[LLMResult | LLMError]:
+    def complete_many(self, prompts: Sequence[str | Messages],
+                      **kw: Unpack[CompleteOptions]) -> list[LLMResult | LLMError]:
         """Run calls in parallel (at most `concurrency` in flight); failures are returned, not raised."""
         def one(p: str | Messages) -> LLMResult | LLMError:
             try:

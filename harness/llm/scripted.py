@@ -20,7 +20,7 @@ def _make_handler():
     ll = litellm()
 
     class ScriptedProvider(ll.CustomLLM):
-        def completion(self, model: str, messages: list, *args: Any, **kwargs: Any):  # type: ignore[override]
+        def completion(self, model: str, messages: list, *args: Any, **kwargs: Any):
             name = model.split("/", 1)[-1]
             responder = _RESPONDERS.get(name)
             if responder is None:

@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from collections.abc import Mapping
 from itertools import chain, islice, repeat
-from typing import Callable, Sequence, Union
+from typing import Callable, Iterable, Sequence, Union
 
 import numpy as np
 
@@ -48,10 +48,14 @@ class RelevanceMatrix:
 _MISSING = -(2 ** 62)  # the grade looked up for a hit the qrels do not list
 
 
-def _hits(run: RunLike, qids: list[str], depth: int) -> tuple[list, np.ndarray]:
+Hits = Union[Sequence[str], Mapping[str, float]]  # one query's hits: ranked docids, or {docid: score}
+
+
+def _hits(run: RunLike, qids: list[str], depth: int) -> tuple[list[Hits], np.ndarray]:
     """Each query's hits (a ranked sequence cut to `depth`) and its scores, higher first: a sequence's ranks are
     scored 0, -1, -2, ... so that one sort serves both kinds of run."""
-    hits, scores = [], []
+    hits: list[Hits] = []
+    scores: list[Iterable[float]] = []
     for q in qids:
         h = run.get(q, ())
         if isinstance(h, Mapping):
@@ -64,12 +68,14 @@ def _hits(run: RunLike, qids: list[str], depth: int) -> tuple[list, np.ndarray]:
     return hits, np.fromiter(chain.from_iterable(scores), np.float64, total)
 
 
-def _nan_free(hits: list, scores: np.ndarray, starts: np.ndarray) -> None:
+def _nan_free(hits: list[Hits], scores: np.ndarray, starts: np.ndarray) -> None:
     """Scores of a query holding a nan replaced (in place) by minus its rank in `order_run`'s order: a sort with nan
     in it follows no order NumPy can reproduce."""
     for row in np.unique(np.searchsorted(starts, np.flatnonzero(np.isnan(scores)), side="right") - 1):
-        rank = {d: i for i, d in enumerate(order_run(hits[row]))}
-        scores[starts[row]:starts[row] + len(hits[row])] = [-rank[d] for d in hits[row]]
+        h = hits[row]
+        assert isinstance(h, Mapping)  # a ranked list's scores are its ranks: only {docid: score} holds a nan
+        rank = {d: i for i, d in enumerate(order_run(h))}
+        scores[starts[row]:starts[row] + len(h)] = [-rank[d] for d in h]
 
 
 def _docid_ranks(names: list[str]) -> np.ndarray:
@@ -179,7 +185,7 @@ def _recall(m: RelevanceMatrix, k: int) -> np.ndarray:
 
 
 def _precision(m: RelevanceMatrix, k: int) -> np.ndarray:
-    return m.relevant[:, :k].sum(axis=1) / float(k)
+    return np.asarray(m.relevant[:, :k].sum(axis=1) / float(k))
 
 
 def _hit_rate(m: RelevanceMatrix, k: int) -> np.ndarray:

@@ -28,7 +28,7 @@ class TrecMetric:
 
     fn: Callable[[RelevanceMatrix, Any], np.ndarray]
     kind: str = "none"  # none | cutoff (name_K) | fraction (name_0.20) | list (name_a,b,c) | gains (name_1=3,2=9)
-    defaults: tuple = ()
+    defaults: tuple[Any, ...] = ()  # floats (cutoffs, fractions) or (level, gain) pairs
     aggregate: str = "mean"  # mean | sum | geometric: how trec_eval's `all` line summarises the queries
 
 
@@ -73,7 +73,7 @@ class Measure:
 
     name: str
     k: int | None = None  # cutoff; None: the whole ranking
-    param: tuple = ()  # a trec_eval measure's parameters (recall level, R multiple, coefficients, gain map)
+    param: tuple[Any, ...] = ()  # a trec_eval measure's parameters (recall level, R multiple, coefficients, gain map)
 
     @property
     def _in_matrix_family(self) -> bool:

@@ -9,7 +9,7 @@ from typing import Sequence
 import numpy as np
 
 from harness.data.trec import read_qrels, read_trec_run
-from harness.metrics._ranking import order_run
+from harness.metrics._ranking import RunLike, order_run
 from harness.metrics._registry import aggregates, evaluate, summarize
 from harness.stats._effect import Effect, paired_effect
 
@@ -41,11 +41,12 @@ def score_run(run_path: str | Path, qrels_path: str | Path, measures: Sequence[s
     """Every measure for every judged query (missing from the run: 0, as `trec_eval -c`); -l and -M as trec_eval's;
     qrels in TREC or BEIR layout."""
     qrels = read_qrels(qrels_path)
-    run = read_trec_run(run_path)
+    scored = read_trec_run(run_path)
+    run: RunLike = scored
     if max_docs is not None:
         if max_docs < 0:
             raise ValueError(f"max_docs must be >= 0, got {max_docs}")
-        run = {q: order_run(docs)[:max_docs] for q, docs in run.items()}
+        run = {q: order_run(docs)[:max_docs] for q, docs in scored.items()}
     return RunScores(sorted(qrels), evaluate(qrels, run, measures, level=relevance_level), dict(aggregates(measures)),
                      sum(q not in run for q in qrels))
 
@@ -55,9 +56,9 @@ def compare_runs(run_path: str | Path, baseline_path: str | Path, qrels_path: st
                  max_docs: int | None = None) -> dict[str, Effect]:
     """The paired effect (mean difference, its interval and p-values) of a run over a baseline run, per measure,
     over the same judged queries: the statistics behind the built-in comparisons' verdicts."""
-    kw = {"relevance_level": relevance_level, "max_docs": max_docs}
-    return paired_effects(score_run(run_path, qrels_path, measures, **kw),
-                          score_run(baseline_path, qrels_path, measures, **kw), seed=seed)
+    return paired_effects(score_run(run_path, qrels_path, measures, relevance_level=relevance_level, max_docs=max_docs),
+                          score_run(baseline_path, qrels_path, measures, relevance_level=relevance_level,
+                                    max_docs=max_docs), seed=seed)
 
 
 def paired_effects(candidate: RunScores, baseline: RunScores, *, seed: int = 0) -> dict[str, Effect]:

@@ -23,31 +23,31 @@ def _seqsum(x: np.ndarray) -> np.ndarray:
 
 
 def _depth(m: RelevanceMatrix) -> int:
-    return m.rels.shape[1]
+    return int(m.rels.shape[1])
 
 
 def _retrieved(m: RelevanceMatrix) -> np.ndarray:
-    return m.rels != PAST_END
+    return np.asarray(m.rels != PAST_END)
 
 
 def _judged_nonrelevant(m: RelevanceMatrix) -> np.ndarray:
-    return (m.rels >= 0) & ~m.relevant
+    return np.asarray((m.rels >= 0) & ~m.relevant)
 
 
 def _unjudged(m: RelevanceMatrix) -> np.ndarray:
-    return (m.rels == NOT_JUDGED) | (m.rels == UNJUDGED)
+    return np.asarray((m.rels == NOT_JUDGED) | (m.rels == UNJUDGED))
 
 
 def _relevant_in_top(m: RelevanceMatrix, k: np.ndarray) -> np.ndarray:
     """Relevant hits among the first k[q] (k >= 0, may pass the depth) of each query."""
     cum = np.concatenate([np.zeros((len(k), 1)), np.cumsum(m.relevant, axis=1)], axis=1)
-    return cum[np.arange(len(k)), np.minimum(k, _depth(m)).astype(np.int64)]
+    return np.asarray(cum[np.arange(len(k)), np.minimum(k, _depth(m)).astype(np.int64)])
 
 
 def _lround(x: np.ndarray) -> np.ndarray:
     """C's lround for x >= 0: halves away from zero."""
     low = np.floor(x)
-    return low + ((x - low) >= 0.5)
+    return np.asarray(low + ((x - low) >= 0.5))
 
 
 def num_ret(m: RelevanceMatrix, _: Any = None) -> np.ndarray:
@@ -62,12 +62,12 @@ def num_rel(m: RelevanceMatrix, _: Any = None) -> np.ndarray:
 
 def num_rel_ret(m: RelevanceMatrix, _: Any = None) -> np.ndarray:
     """Relevant documents retrieved."""
-    return m.relevant.sum(axis=1).astype(np.float64)
+    return np.asarray(m.relevant.sum(axis=1), dtype=np.float64)
 
 
 def num_nonrel_judged_ret(m: RelevanceMatrix, _: Any = None) -> np.ndarray:
     """Documents retrieved and judged non-relevant."""
-    return _judged_nonrelevant(m).sum(axis=1).astype(np.float64)
+    return np.asarray(_judged_nonrelevant(m).sum(axis=1), dtype=np.float64)
 
 
 def gm_map(m: RelevanceMatrix, _: Any = None) -> np.ndarray:
@@ -144,7 +144,7 @@ def utility(m: RelevanceMatrix, coefs: tuple[float, ...]) -> np.ndarray:
     """a relret + b nonrelret + c relmissed + d nonrelmissed (collection size 0, as trec_eval by default)."""
     a, b, c, d = coefs
     ret, rel, rr = m.n_retrieved, m.n_relevant, num_rel_ret(m)
-    return a * rr + b * (ret - rr) + c * (rel - rr) + d * (0 + rr - ret - rel)
+    return np.asarray(a * rr + b * (ret - rr) + c * (rel - rr) + d * (0 + rr - ret - rel))
 
 
 def bin_g(m: RelevanceMatrix, _: Any = None) -> np.ndarray:
@@ -185,7 +185,7 @@ def set_f(m: RelevanceMatrix, _: Any = None) -> np.ndarray:
 
 def unj(m: RelevanceMatrix, k: int) -> np.ndarray:
     """Share of the top k (k in the denominator) not judged, or judged < 0."""
-    return _unjudged(m)[:, :k].sum(axis=1) / float(k)
+    return np.asarray(_unjudged(m)[:, :k].sum(axis=1) / float(k))
 
 
 def _persistence(m: RelevanceMatrix, p: float) -> np.ndarray:

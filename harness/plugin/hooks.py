@@ -171,7 +171,8 @@ def _dataset_of(item: pytest.Item) -> str:
     """The configured dataset a protocol claim's test instance measures (its `rag_dataset_name`), or ''."""
     from harness.plugin.protocol import dataset_label
 
-    name = getattr(item, "callspec", None) and item.callspec.params.get("rag_dataset_name")
+    callspec = getattr(item, "callspec", None)
+    name = callspec and callspec.params.get("rag_dataset_name")
     return dataset_label(name) if isinstance(name, str) else ""
 
 
@@ -438,7 +439,11 @@ def _install_progress(config: pytest.Config) -> None:
 
     cm = reporting(ProgressReporter(write, tty=tty, spend=spend_of(config)))
     cm.__enter__()
-    config.add_cleanup(lambda: cm.__exit__(None, None, None))
+
+    def close() -> None:
+        cm.__exit__(None, None, None)
+
+    config.add_cleanup(close)
 
 
 @pytest.hookimpl(trylast=True)

@@ -173,7 +173,8 @@ def select_tiers(config: pytest.Config, items: list[pytest.Item]) -> None:
     if not any(_is_benchmark_settings(m) for item in items for m in item.iter_markers("benchmark")):
         return
     expr = _expression(config, "markexpr", "-m")
-    kept, dropped = [], []
+    kept: list[pytest.Item] = []
+    dropped: list[pytest.Item] = []
     for item in items:
         (kept if _tier_match(expr, item) else dropped).append(item)
     if dropped:

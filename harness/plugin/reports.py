@@ -136,7 +136,7 @@ def record_benchmark(item: pytest.Item) -> None:
     fixture = getattr(item, "funcargs", {}).get("benchmark")
     meta = getattr(fixture, "stats", None)
     stats = getattr(meta, "stats", None)
-    if stats is None or not getattr(stats, "rounds", 0) or item.stash.get(CONTROL_KEY, None) is not None:
+    if fixture is None or stats is None or not getattr(stats, "rounds", 0) or item.stash.get(CONTROL_KEY, None) is not None:
         return
     record = {"kind": "benchmark", "name": fixture.name, "fullname": fixture.fullname, "group": fixture.group,
               "median_s": stats.median, "mean_s": stats.mean, "stddev_s": stats.stddev, "min_s": stats.min,

@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 import statistics
 import time
+from typing import Any
 
 import numpy as np
 import pytest
@@ -79,7 +80,7 @@ def _compare(check_sequential, spec_id, dataset, base: LazyArm, cand: LazyArm, *
                     n=len(values))
         for name, value in _failure_rates(c_arm).items():
             measure(name, value, technique=c_arm.technique, dataset=dataset.name, model=c_arm.model, n=n)
-        out = {"per_query": per_query_context(
+        out: dict[str, Any] = {"per_query": per_query_context(
             [r.query_id for r in c_arm.results], b.tolist(), c.tolist(),
             texts={r.query_id: r.query for r in c_arm.results},
             outputs={r.query_id: technique_outputs(r) for r in c_arm.results},
@@ -220,7 +221,7 @@ def test_parallel_retrieval_stage(rag_dense_retriever, rag_bench_queries, fusion
 
 @pytest.mark.spec("WSOP-006")
 def test_latency_scales_with_complexity(rag_uncached_llm, rag_embedder, rag_make_technique, rag_bench_services, rag_bench_queries,
-                                        rag_dataset, tmp_path, rag_check, rag_measure):
+                                        rag_dataset, tmp_path, rag_check, rag_measure) -> None:
     from harness.retrieval.index.lancedb_store import LanceStore
     from harness.retrieval import Retriever
     from harness.techniques.crag import LocalWebSearch
@@ -245,7 +246,7 @@ def test_latency_scales_with_complexity(rag_uncached_llm, rag_embedder, rag_make
 
 @pytest.mark.rag_data("crag")
 @pytest.mark.spec("CRAG-005")
-def test_crag_open_qa(rag_spec, rag_qa_set, rag_llm, rag_embedder, rag_make_technique, rag_config, rag_check_sequential, rag_measure):
+def test_crag_open_qa(rag_spec, rag_qa_set, rag_llm, rag_embedder, rag_make_technique, rag_config, rag_check_sequential, rag_measure) -> None:
     """Open QA with a corpus (default halueval-qa; queries carry gold `answers`): plain RAG over the internal
     corpus vs CRAG over it and the web, paired per question, decided in looks; correct = an accepted answer in
     the response; an arm's LLM error is that arm's failure and counts in the error rate."""

@@ -56,7 +56,10 @@ class _Rows(HTMLParser):
 
     def __init__(self, row_class: str) -> None:
         super().__init__()
-        self.row_class, self.rows, self._row, self._cell = row_class, [], None, None
+        self.row_class = row_class
+        self.rows: list[dict[str, Any]] = []
+        self._row: dict[str, Any] | None = None
+        self._cell: dict[str, Any] | None = None
 
     def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
         a = dict(attrs)

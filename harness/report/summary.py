@@ -70,7 +70,8 @@ def arms_of(rec: dict[str, Any]) -> dict[str, Any] | None:
                    if None not in map(_finite, v)), None)
     if values is None:
         return None
-    pq = ctx.get("per_query") if isinstance(ctx.get("per_query"), dict) else {}
+    per_query = ctx.get("per_query")
+    pq = per_query if isinstance(per_query, dict) else {}
 
     def label(side: str, default: Any) -> str:
         named = ctx.get(side) if isinstance(ctx.get(side), str) else None

@@ -24,7 +24,7 @@ class Retriever:
     def name(self) -> str:
         return f"{self.mode}:{getattr(self.embedder, 'name', '?')}" if self.mode != "bm25" else "bm25"
 
-    def ann_context(self) -> dict:
+    def ann_context(self) -> dict[str, object]:
         """How this retriever's vector searches run (exact, or ANN with its measured recall): for every figure."""
         return self.store.ann_context() if self.mode != "bm25" else {}
 
@@ -37,9 +37,7 @@ class Retriever:
             return self.store.search_hybrid(query, vector, k)
         return self.store.search_vector(vector, k)
 
-    def _one(self, query: str, vector: np.ndarray | None, k: int) -> list[Hit]:
-        if self.mode == "bm25":
-            return self.store.search_text(query, k)
+    def _one(self, query: str, vector: np.ndarray, k: int) -> list[Hit]:
         if self.mode == "hybrid":
             return self.store.search_hybrid(query, vector, k)
         return self.store.search_vector(vector, k)
@@ -49,12 +47,14 @@ class Retriever:
         query (one scan for all), full-text searches in parallel threads. `parallel=False` searches one
         query after another (same results)."""
         queries = list(queries)
-        vectors = self.embedder.encode(queries) if self.mode != "bm25" else [None] * len(queries)
+        if self.mode == "bm25":
+            if not parallel or len(queries) == 1:
+                return [self.store.search_text(q, k) for q in queries]
+            with ThreadPoolExecutor(max_workers=min(self.workers, len(queries))) as pool:
+                return list(pool.map(lambda q: self.store.search_text(q, k), queries))
+        vectors = self.embedder.encode(queries)
         if not parallel or len(queries) == 1:
             return [self._one(q, v, k) for q, v in zip(queries, vectors)]
         if self.mode == "dense":
             return self.store.search_vectors(vectors, k)
-        if self.mode == "hybrid":
-            return self.store.search_hybrid_many(queries, vectors, k, workers=self.workers)
-        with ThreadPoolExecutor(max_workers=min(self.workers, len(queries))) as pool:
-            return list(pool.map(lambda q: self.store.search_text(q, k), queries))
+        return self.store.search_hybrid_many(queries, vectors, k, workers=self.workers)

@@ -87,7 +87,8 @@ class Section:
 def markdown_sections(text: str) -> list[Section]:
     """Split Markdown on ATX headers (not inside code fences); text before the first header is section ''."""
     sections: list[Section] = []
-    title, level, buf, in_fence = "", 0, [], False
+    buf: list[str] = []
+    title, level, in_fence = "", 0, False
     for line in text.splitlines():
         if _FENCE.match(line):
             in_fence = not in_fence

@@ -154,7 +154,10 @@ class SentenceTransformerEmbedder(_CachedEmbedder):
         self.batch_size = batch_size
         self.model = SentenceTransformer(str(path) if path else model, device=device, local_files_only=True)
         dim_of = getattr(self.model, "get_embedding_dimension", None) or self.model.get_sentence_embedding_dimension
-        self.dim = int(dim_of())
+        dim = dim_of()
+        if dim is None:
+            raise ValueError(f"{model}: the model does not report its embedding dimension")
+        self.dim = int(dim)
 
     def _encode_uncached(self, texts: list[str]) -> np.ndarray:
         return self.model.encode(texts, batch_size=self.batch_size, normalize_embeddings=True,

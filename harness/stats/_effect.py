@@ -9,13 +9,13 @@ from __future__ import annotations
 
 import math
 from dataclasses import asdict, dataclass, field
-from typing import Any, Sequence
+from typing import Any
 
 import numpy as np
 from scipy import stats as _st
 
 from harness.stats.intervals import (
-    Interval, agresti_min_interval, agresti_min_sd, bca_from_replicates, bca_interval, interval_sd, percentile_interval,
+    Bools, Floats, Interval, agresti_min_interval, agresti_min_sd, bca_from_replicates, bca_interval, interval_sd, percentile_interval,
     t_interval, ties_interval, wilson_interval,
 )
 
@@ -73,7 +73,7 @@ def paired_t_pvalue(d: np.ndarray) -> float:
     return float(2 * _st.t.sf(abs(t), len(d) - 1))
 
 
-def mcnemar_midp(candidate_correct: Sequence[bool], baseline_correct: Sequence[bool]) -> float:
+def mcnemar_midp(candidate_correct: Bools, baseline_correct: Bools) -> float:
     """McNemar's mid-p test (Fagerland, Lydersen & Laake 2013): 2·P(X ≤ m) − P(X = m) for X ~ Bin(b + c, 1/2),
     m = min(b, c), i.e. the exact conditional p-value less the probability of the observed table; 1.0 without
     discordant pairs. It holds its level where the exact test is conservative."""
@@ -100,7 +100,7 @@ def _wilcoxon_p(d: np.ndarray) -> float:
     return float(_st.wilcoxon(nz, zero_method="wilcox", alternative="two-sided").pvalue)
 
 
-def paired_effect(candidate: Sequence[float], baseline: Sequence[float], *, relative: bool = False,
+def paired_effect(candidate: Floats, baseline: Floats, *, relative: bool = False,
                   bounds: tuple[float, float] | None = (0.0, 1.0), confidence: float = 0.95,
                   interval: str | None = None, binary: bool = False, n_resamples: int = 10_000,
                   seed: int = 0) -> Effect:
@@ -134,13 +134,14 @@ def paired_effect(candidate: Sequence[float], baseline: Sequence[float], *, rela
     primary = PRIMARY_TEST["binary" if binary else kind]
     mb = float(b.mean()) if n else float("nan")
     ma = float(a.mean()) if n else float("nan")
-    common = dict(confidence=confidence, interval_method=method, p_values=p_values, primary_test=primary,
+    common: dict[str, Any] = dict(confidence=confidence, interval_method=method, p_values=p_values, primary_test=primary,
                   baseline_mean=mb, candidate_mean=ma, **counts)
     if not relative:
         est = float(d.mean()) if n else float("nan")
         if method == "agresti-min":  # its sd, so that queries needed and the MDE agree with the interval
             sd, ci = agresti_min_sd(a, b), agresti_min_interval(a, b, confidence=confidence)
         elif method == "ties":
+            assert bounds is not None  # "ties" is chosen only for a bounded metric
             sd, ci = _ties(n, bounds[1] - bounds[0], (bounds[0] - mb, bounds[1] - mb), confidence)
         else:
             sd = float(d.std(ddof=1)) if n > 1 else float("nan")
@@ -158,6 +159,7 @@ def paired_effect(candidate: Sequence[float], baseline: Sequence[float], *, rela
     sd = float(psi.std(ddof=1)) if n > 1 else float("nan")
     att = (bounds[0] / mb - 1.0, bounds[1] / mb - 1.0) if bounds else None
     if method == "ties":  # mean(a) = mean(b): the mean difference's ties interval over the baseline mean
+        assert bounds is not None and att is not None  # "ties" is chosen only for a bounded metric
         sd, ci = _ties(n, (bounds[1] - bounds[0]) / mb, att, confidence)
     else:
         ci = _relative_interval(a, b, est, psi, method, confidence, n_resamples, seed)
@@ -212,7 +214,7 @@ def _relative_interval(a: np.ndarray, b: np.ndarray, est: float, psi: np.ndarray
     raise ValueError(f"unknown interval method {method!r}; expected t, percentile or bca")
 
 
-def proportion_effect(outcomes: Sequence[bool], *, confidence: float = 0.95) -> Effect:
+def proportion_effect(outcomes: Bools, *, confidence: float = 0.95) -> Effect:
     """A one-sample rate (share of True outcomes) with its Wilson interval; attainable range 0..1."""
     x = np.asarray(outcomes, dtype=bool)
     n = len(x)

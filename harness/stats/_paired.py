@@ -8,6 +8,8 @@ from typing import Sequence
 import numpy as np
 from scipy import stats as _st
 
+from harness.stats.intervals import Bools, Floats
+
 
 @dataclass(frozen=True)
 class PairedDifference:
@@ -19,14 +21,14 @@ class PairedDifference:
     confidence: float
 
 
-def _pair(candidate: Sequence[float], baseline: Sequence[float]) -> tuple[np.ndarray, np.ndarray]:
+def _pair(candidate: Floats, baseline: Floats) -> tuple[np.ndarray, np.ndarray]:
     a, b = np.asarray(candidate, dtype=np.float64), np.asarray(baseline, dtype=np.float64)
     if a.shape != b.shape or a.ndim != 1:
         raise ValueError(f"paired scores must be 1-D and the same length, got {a.shape} and {b.shape}")
     return a, b
 
 
-def bootstrap_ci(values: Sequence[float], *, confidence: float = 0.95, n_resamples: int = 10_000,
+def bootstrap_ci(values: Floats, *, confidence: float = 0.95, n_resamples: int = 10_000,
                  seed: int = 0) -> tuple[float, float]:
     """Percentile bootstrap CI of the mean."""
     x = np.asarray(values, dtype=np.float64)
@@ -39,7 +41,7 @@ def bootstrap_ci(values: Sequence[float], *, confidence: float = 0.95, n_resampl
     return float(np.quantile(means, alpha)), float(np.quantile(means, 1 - alpha))
 
 
-def paired_difference(candidate: Sequence[float], baseline: Sequence[float], *, confidence: float = 0.95,
+def paired_difference(candidate: Floats, baseline: Floats, *, confidence: float = 0.95,
                       n_resamples: int = 10_000, seed: int = 0) -> PairedDifference:
     a, b = _pair(candidate, baseline)
     d = a - b
@@ -48,7 +50,7 @@ def paired_difference(candidate: Sequence[float], baseline: Sequence[float], *, 
                             len(d), confidence)
 
 
-def relative_improvement(candidate: Sequence[float], baseline: Sequence[float]) -> float:
+def relative_improvement(candidate: Floats, baseline: Floats) -> float:
     """mean(candidate) / mean(baseline) - 1 (inf when the baseline mean is 0 and the candidate's is not)."""
     a, b = _pair(candidate, baseline)
     mb, ma = float(b.mean()), float(a.mean())
@@ -57,7 +59,7 @@ def relative_improvement(candidate: Sequence[float], baseline: Sequence[float]) 
     return ma / mb - 1.0
 
 
-def relative_improvement_ci(candidate: Sequence[float], baseline: Sequence[float], *, confidence: float = 0.95,
+def relative_improvement_ci(candidate: Floats, baseline: Floats, *, confidence: float = 0.95,
                             n_resamples: int = 10_000, seed: int = 0) -> tuple[float, float]:
     """Paired bootstrap CI of the relative improvement of the means (queries resampled together)."""
     a, b = _pair(candidate, baseline)
@@ -73,7 +75,7 @@ def relative_improvement_ci(candidate: Sequence[float], baseline: Sequence[float
     return float(np.quantile(rel, alpha)), float(np.quantile(rel, 1 - alpha))
 
 
-def permutation_test(candidate: Sequence[float], baseline: Sequence[float], *, n_resamples: int = 10_000,
+def permutation_test(candidate: Floats, baseline: Floats, *, n_resamples: int = 10_000,
                      seed: int = 0) -> float:
     """Two-sided paired randomisation test of mean difference (random sign flips); p-value."""
     a, b = _pair(candidate, baseline)
@@ -87,7 +89,7 @@ def permutation_test(candidate: Sequence[float], baseline: Sequence[float], *, n
     return float((1 + np.sum(null >= observed - 1e-12)) / (n_resamples + 1))
 
 
-def wilcoxon(candidate: Sequence[float], baseline: Sequence[float]) -> float:
+def wilcoxon(candidate: Floats, baseline: Floats) -> float:
     """Two-sided Wilcoxon signed-rank p-value (zero differences dropped, as scipy's default)."""
     a, b = _pair(candidate, baseline)
     if np.all(a == b):
@@ -104,7 +106,7 @@ class McNemarResult:
     exact: bool
 
 
-def mcnemar(candidate_correct: Sequence[bool], baseline_correct: Sequence[bool], *,
+def mcnemar(candidate_correct: Bools, baseline_correct: Bools, *,
             exact_below: int = 25) -> McNemarResult:
     """McNemar's test on paired binary outcomes via statsmodels; exact binomial when the
     discordant count is below `exact_below`, else chi-square with continuity correction."""
@@ -132,7 +134,7 @@ def holm(p_values: Sequence[float], alpha: float = 0.05) -> tuple[list[bool], li
     return [bool(r) for r in reject], [float(p) for p in adjusted]
 
 
-def cohens_dz(candidate: Sequence[float], baseline: Sequence[float]) -> float:
+def cohens_dz(candidate: Floats, baseline: Floats) -> float:
     """Paired effect size: mean difference over the standard deviation of the differences (ddof=1)."""
     a, b = _pair(candidate, baseline)
     d = a - b
@@ -142,7 +144,7 @@ def cohens_dz(candidate: Sequence[float], baseline: Sequence[float]) -> float:
     return float(d.mean() / sd)
 
 
-def kendall_tau(x: Sequence[float], y: Sequence[float]) -> float:
+def kendall_tau(x: Floats, y: Floats) -> float:
     """Kendall's tau-b (scipy); nan when undefined (a constant input), never a made-up 0.0."""
     if len(set(x)) < 2 or len(set(y)) < 2:
         return float("nan")

@@ -31,16 +31,24 @@ from __future__ import annotations
 
 import math
 from dataclasses import asdict, dataclass
-from typing import Any
+from typing import Any, Literal
 
 from scipy import stats as _st
 
 from harness.stats._effect import Effect
 from harness.stats.intervals import ties_share
 
-RULES = ("ci", "test", "estimate")
-TESTS = ("t", "permutation", "wilcoxon", "mcnemar")
-DIRECTIONAL = (">=", ">", "<=", "<")
+# a verdict: three-valued for comparative claims (plus `error`), pass / fail for a point estimate
+VerdictName = Literal["supported", "refuted", "inconclusive", "error", "pass", "fail"]
+DecisionRule = Literal["ci", "test", "estimate"]
+TestName = Literal["t", "permutation", "wilcoxon", "mcnemar"]
+DirectionalComparator = Literal[">=", ">", "<=", "<"]
+# every comparator a catalogue spec may use (harness.catalogue); only the directional ones decide a CI or a test
+Comparator = Literal[">=", ">", "<=", "<", "==", "!=", "in", "between"]
+
+RULES: tuple[DecisionRule, ...] = ("ci", "test", "estimate")
+TESTS: tuple[TestName, ...] = ("t", "permutation", "wilcoxon", "mcnemar")
+DIRECTIONAL: tuple[DirectionalComparator, ...] = (">=", ">", "<=", "<")
 _CAP = 10**9
 MAX_FALLBACK_RATE = 0.10
 
@@ -49,8 +57,8 @@ MAX_FALLBACK_RATE = 0.10
 class Decision:
     """How a spec's verdict is decided (the catalogue's `decision` field)."""
 
-    rule: str = "estimate"
-    test: str | None = None
+    rule: DecisionRule = "estimate"
+    test: TestName | None = None
     alpha: float = 0.05
     confidence: float = 0.95
 
@@ -68,7 +76,7 @@ class Decision:
 
 @dataclass(frozen=True)
 class Verdict:
-    verdict: str
+    verdict: VerdictName
     reason: str
     queries_needed: float | None = None
     mde: float | None = None
@@ -82,7 +90,7 @@ class Verdict:
         return d
 
 
-def _satisfies(x: float, comparator: str, threshold: float) -> bool:
+def _satisfies(x: float, comparator: Comparator, threshold: float) -> bool:
     return {">=": x >= threshold, ">": x > threshold, "<=": x <= threshold, "<": x < threshold}[comparator]
 
 
@@ -112,7 +120,7 @@ def minimum_detectable_effect(sd: float, n: int, *, confidence: float = 0.95, po
     return float((_st.t.ppf(0.5 + confidence / 2, n - 1) + _st.t.ppf(power, n - 1)) * sd / math.sqrt(n))
 
 
-def decide(effect: Effect, comparator: str, threshold: float, decision: Decision, *,
+def decide(effect: Effect, comparator: Comparator, threshold: float, decision: Decision, *,
            p_value: float | None = None, fallback_rate: float | None = None,
            error_rate: float | None = None) -> Verdict:
     """The verdict of `effect comparator threshold` under `decision` (`p_value`: the Holm-adjusted p where
@@ -158,7 +166,7 @@ def below_min_n(v: Verdict, n: int | None, min_n: int | None) -> Verdict:
                    float(min_n), v.mde, v.untestable)
 
 
-def _decide(effect: Effect, comparator: str, threshold: float, decision: Decision,
+def _decide(effect: Effect, comparator: Comparator, threshold: float, decision: Decision,
             p_value: float | None) -> Verdict:
     if comparator not in DIRECTIONAL:
         raise ValueError(f"comparator {comparator!r} cannot be decided by a CI or test; use one of {DIRECTIONAL}")
@@ -172,7 +180,7 @@ def _decide(effect: Effect, comparator: str, threshold: float, decision: Decisio
             f"at most {ties_share(effect.n, confidence=conf):.1%} of them, each by at most the metric's range); "
             if effect.interval_method == "ties" and effect.n else "")
 
-    def out(verdict: str, reason: str, untestable: bool = False) -> Verdict:
+    def out(verdict: VerdictName, reason: str, untestable: bool = False) -> Verdict:
         return Verdict(verdict, tied + reason, None if verdict != "inconclusive" else needed, mde, untestable)
 
     if effect.n == 0:

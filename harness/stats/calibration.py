@@ -15,12 +15,16 @@ Type III Errors", SIGIR 2019): seeded, vectorised simulations over the scores of
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Sequence
+from typing import TYPE_CHECKING, Sequence
 
 import numpy as np
 from scipy import stats as _st
 
 from harness.stats._verdict import minimum_detectable_effect
+from harness.stats.intervals import Floats
+
+if TYPE_CHECKING:
+    from harness.stats.sequential import SequentialDesign
 
 TYPE1_TESTS = ("t", "permutation", "wilcoxon", "mcnemar", "bootstrap-t", "bootstrap-percentile", "bootstrap-bca")
 INTERVALS = ("t", "percentile", "bca")
@@ -46,7 +50,8 @@ def _quantile_rows(R: np.ndarray, q: np.ndarray) -> np.ndarray:
     hi = np.minimum(lo + 1, B - 1)
     frac = pos - lo
     rows = np.arange(S.shape[0])
-    return S[rows, lo] * (1 - frac) + S[rows, hi] * frac
+    q_rows: np.ndarray = S[rows, lo] * (1 - frac) + S[rows, hi] * frac
+    return q_rows
 
 
 def _weights(n: int, n_boot: int, rng: np.random.Generator) -> np.ndarray:
@@ -80,14 +85,16 @@ def _t_pvalues(D: np.ndarray) -> np.ndarray:
     m = D.mean(axis=1)
     with np.errstate(divide="ignore", invalid="ignore"):
         t = np.where(sd > 0, m / (sd / np.sqrt(n)), np.where(m == 0, 0.0, np.inf))
-    return 2 * _st.t.sf(np.abs(t), n - 1)
+    p: np.ndarray = 2 * _st.t.sf(np.abs(t), n - 1)
+    return p
 
 
 def _permutation_pvalues(D: np.ndarray, n_perm: int, rng: np.random.Generator) -> np.ndarray:
     S = rng.choice([-1.0, 1.0], size=(n_perm, D.shape[1]))
     null = np.abs(D @ S.T)
     obs = np.abs(D.sum(axis=1))
-    return (1 + np.sum(null >= obs[:, None] - 1e-9, axis=1)) / (n_perm + 1)
+    p: np.ndarray = (1 + np.sum(null >= obs[:, None] - 1e-9, axis=1)) / (n_perm + 1)
+    return p
 
 
 def _wilcoxon_pvalues(D: np.ndarray) -> np.ndarray:
@@ -116,7 +123,7 @@ class Type1Result:
     rates: dict[str, float]
 
 
-def copula_null_pairs(a: Sequence[float], b: Sequence[float], *, n: int, sims: int,
+def copula_null_pairs(a: Floats, b: Floats, *, n: int, sims: int,
                       rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
     """`sims` × `n` simulated topics of two equally effective systems, after Urbano, Lima & Hanjalic (SIGIR 2019):
     a Gaussian copula fitted to the real runs' normal scores (ranks → Φ⁻¹(rank / (N + 1)), ties averaged) keeps
@@ -134,7 +141,7 @@ def copula_null_pairs(a: Sequence[float], b: Sequence[float], *, n: int, sims: i
             np.quantile(margin, _st.norm.cdf(z2)).reshape(sims, n))
 
 
-def swap_null_pairs(a: Sequence[float], b: Sequence[float], *, n: int, sims: int,
+def swap_null_pairs(a: Floats, b: Floats, *, n: int, sims: int,
                     rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
     """n real topics drawn without replacement, each topic's pair swapped between the systems with probability 1/2."""
     a, b = np.asarray(a, float), np.asarray(b, float)
@@ -146,7 +153,7 @@ def swap_null_pairs(a: Sequence[float], b: Sequence[float], *, n: int, sims: int
 NULLS = {"copula": copula_null_pairs, "swap": swap_null_pairs}
 
 
-def type1_rates(a: Sequence[float], b: Sequence[float], *, n: int, sims: int = 1000, alpha: float = 0.05,
+def type1_rates(a: Floats, b: Floats, *, n: int, sims: int = 1000, alpha: float = 0.05,
                 binarise_at: float = 0.5, n_perm: int = 2000, n_boot: int = 2000, seed: int = 0,
                 null: str = "copula") -> Type1Result:
     """Rejection rate of every test under A/A comparisons built from two real runs' per-topic scores (`null`:
@@ -183,7 +190,7 @@ class CoverageResult:
     mean_width: dict[str, float]
 
 
-def coverage(a: Sequence[float], b: Sequence[float], *, n: int, relative: bool = False, sims: int = 2000,
+def coverage(a: Floats, b: Floats, *, n: int, relative: bool = False, sims: int = 2000,
              confidence: float = 0.95, n_boot: int = 2000, seed: int = 0) -> CoverageResult:
     """Coverage of each interval method for the population effect of candidate `a` over baseline `b`:
     topics are drawn with replacement from the real topics (the population), the truth is the population's
@@ -249,7 +256,7 @@ class PowerResult:
     sims: int
 
 
-def power_at_prediction(a: Sequence[float], b: Sequence[float], effect: float, *, share: float = 0.5,
+def power_at_prediction(a: Floats, b: Floats, effect: float, *, share: float = 0.5,
                         sims: int = 1000, confidence: float = 0.95, seed: int = 0) -> PowerResult:
     """Plant `effect` (mean) on A/A pairs of two real runs: a random `share` of topics gains effect/share.
     The harness predicts the n for 80% power from the population SD of the planted differences; the
@@ -312,7 +319,7 @@ def _sequential_study(D: np.ndarray, looks: Sequence[int], confidences: Sequence
                             float(used.mean()), tuple(stopped), float(np.mean((lo > threshold) | (hi < threshold))))
 
 
-def sequential_type1(a: Sequence[float], b: Sequence[float], design: Any, *, sims: int = 2000,
+def sequential_type1(a: Floats, b: Floats, design: SequentialDesign, *, sims: int = 2000,
                      seed: int = 0, null: str = "copula") -> SequentialResult:
     """A/A comparisons of two real runs (as `type1_rates`, under the same `null`) decided by the sequential
     design's repeated intervals against 0: the rate at which any look rejects is the rule's type-I error."""
@@ -320,7 +327,7 @@ def sequential_type1(a: Sequence[float], b: Sequence[float], design: Any, *, sim
     return _sequential_study(A - B, design.looks, design.confidences, 0.0, 0.0)
 
 
-def sequential_coverage(a: Sequence[float], b: Sequence[float], design: Any, *, sims: int = 2000,
+def sequential_coverage(a: Floats, b: Floats, design: SequentialDesign, *, sims: int = 2000,
                         seed: int = 0) -> SequentialResult:
     """Topics drawn with replacement from the real topics (the population; truth = mean(a − b)), the claim
     '> 0' decided sequentially: coverage of the interval the rule stopped with, and the queries it used."""
@@ -332,7 +339,7 @@ def sequential_coverage(a: Sequence[float], b: Sequence[float], design: Any, *, 
                              float(np.mean(a - b)), 0.0)
 
 
-def sequential_planted(a: Sequence[float], b: Sequence[float], design: Any, effect: float, *, share: float = 0.5,
+def sequential_planted(a: Floats, b: Floats, design: SequentialDesign, effect: float, *, share: float = 0.5,
                        sims: int = 2000, seed: int = 0) -> SequentialResult:
     """A known `effect` planted on A/A pairs (as `power_at_prediction`: a random `share` of topics gains
     effect/share), the claim '> 0' decided sequentially: the share decided and the queries used."""

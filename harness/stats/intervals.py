@@ -16,22 +16,26 @@ for the t interval (no spread can be estimated), all-equal values → (mean, mea
 """
 from __future__ import annotations
 
-from typing import Sequence
+from typing import Sequence, Union
 
 import numpy as np
+import numpy.typing as npt
 from scipy import stats as _st
 
 Interval = tuple[float, float]
+# per-query values as callers hold them: a list, or the float (bool) array a computation produced
+Floats = Union[Sequence[float], npt.NDArray[np.float64]]
+Bools = Union[Sequence[bool], npt.NDArray[np.bool_]]
 
 
-def _values(x: Sequence[float]) -> np.ndarray:
+def _values(x: Floats) -> np.ndarray:
     a = np.asarray(x, dtype=np.float64)
     if a.ndim != 1:
         raise ValueError(f"expected a 1-D array of values, got shape {a.shape}")
     return a
 
 
-def t_interval(values: Sequence[float], *, confidence: float = 0.95) -> Interval:
+def t_interval(values: Floats, *, confidence: float = 0.95) -> Interval:
     """Student-t interval of the mean."""
     x = _values(values)
     n = len(x)
@@ -47,15 +51,16 @@ def t_interval(values: Sequence[float], *, confidence: float = 0.95) -> Interval
     return (m - half, m + half)
 
 
-def bootstrap_means(values: Sequence[float], *, n_resamples: int = 10_000, seed: int = 0) -> np.ndarray:
+def bootstrap_means(values: Floats, *, n_resamples: int = 10_000, seed: int = 0) -> np.ndarray:
     """Means of `n_resamples` bootstrap resamples (multinomial weights; memory O(n_resamples · n))."""
     x = _values(values)
     rng = np.random.default_rng(seed)
     w = rng.multinomial(len(x), np.full(len(x), 1.0 / len(x)), size=n_resamples)
-    return (w @ x) / len(x)
+    means: np.ndarray = (w @ x) / len(x)
+    return means
 
 
-def percentile_interval(values: Sequence[float], *, confidence: float = 0.95, n_resamples: int = 10_000,
+def percentile_interval(values: Floats, *, confidence: float = 0.95, n_resamples: int = 10_000,
                         seed: int = 0) -> Interval:
     """Percentile bootstrap interval of the mean."""
     x = _values(values)
@@ -90,7 +95,7 @@ def bca_from_replicates(theta_hat: float, replicates: np.ndarray, jackknife: np.
     return (out[0], out[1])
 
 
-def bca_interval(values: Sequence[float], *, confidence: float = 0.95, n_resamples: int = 10_000,
+def bca_interval(values: Floats, *, confidence: float = 0.95, n_resamples: int = 10_000,
                  seed: int = 0) -> Interval:
     """BCa bootstrap interval of the mean."""
     x = _values(values)
@@ -118,7 +123,7 @@ def wilson_interval(successes: int, n: int, *, confidence: float = 0.95) -> Inte
     return (float(lo), float(hi))
 
 
-def agresti_min_interval(candidate: Sequence[float], baseline: Sequence[float], *,
+def agresti_min_interval(candidate: Floats, baseline: Floats, *,
                          confidence: float = 0.95) -> Interval:
     """Interval of mean(candidate) - mean(baseline) for paired 0/1 outcomes (Agresti & Min, Stat Med 2005,
     24:729-740): add 1/2 to each cell of the 2x2 table, then Wald. With n questions, `i` improved (candidate
@@ -132,13 +137,13 @@ def agresti_min_interval(candidate: Sequence[float], baseline: Sequence[float], 
     return (float(max(-1.0, centre - half)), float(min(1.0, centre + half)))
 
 
-def agresti_min_sd(candidate: Sequence[float], baseline: Sequence[float]) -> float:
+def agresti_min_sd(candidate: Floats, baseline: Floats) -> float:
     """The per-question standard deviation behind `agresti_min_interval`: sqrt(p_i + p_d - (p_i - p_d)^2)
     (what sample sizes and detectable effects for a paired accuracy difference are computed from)."""
     return _agresti_min(candidate, baseline)[1]
 
 
-def _agresti_min(candidate: Sequence[float], baseline: Sequence[float]) -> tuple[float, float, int]:
+def _agresti_min(candidate: Floats, baseline: Floats) -> tuple[float, float, int]:
     a, b = _values(candidate), _values(baseline)
     if a.shape != b.shape:
         raise ValueError(f"paired outcomes must have the same length, got {a.shape} and {b.shape}")
@@ -156,7 +161,7 @@ METHODS = {"t": t_interval, "percentile": percentile_interval, "bca": bca_interv
 def ties_share(n: int, *, confidence: float = 0.95) -> float:
     """The largest share of queries on which two arms could differ when all `n` pairs were seen tied:
     p = 1 - ((1 - c) / 2) ** (1 / n), the Clopper-Pearson upper bound for 0 of n (30 ties: 0.116; 12: 0.265)."""
-    return 1.0 - ((1.0 - confidence) / 2.0) ** (1.0 / n)
+    return float(1.0 - ((1.0 - confidence) / 2.0) ** (1.0 / n))
 
 
 def ties_interval(n: int, metric_range: float, *, confidence: float = 0.95) -> Interval:

@@ -36,7 +36,8 @@ def interleaved_ratio(baseline: Callable[[Any], Any], candidate: Callable[[Any],
     for x in list(inputs)[:warmup]:
         baseline(x)
         candidate(x)
-    tb, tc = [], []
+    tb: list[float] = []
+    tc: list[float] = []
     for i, x in enumerate(inputs):
         order = [(baseline, tb), (candidate, tc)] if i % 2 == 0 else [(candidate, tc), (baseline, tb)]
         for fn, sink in order:

@@ -22,11 +22,19 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import Any, Callable, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Sequence
 
 import numpy as np
 from scipy import optimize as _opt
 from scipy import stats as _st
+
+if TYPE_CHECKING:
+    from harness.config import SequentialSettings
+    from harness.stats._effect import Effect
+    from harness.stats._verdict import Comparator, Decision, Verdict, VerdictName
+
+# gsdesign's continuation density at a look: (z grid points, their weights, the density h times the weights)
+Grid = tuple[np.ndarray, np.ndarray, np.ndarray]
 
 GRID_R = 18  # gsDesign's default grid size (Jennison & Turnbull's r)
 SPENDING = ("obf", "pocock")
@@ -46,7 +54,7 @@ def spent(spending: str, alpha: float, t: float) -> float:
     raise ValueError(f"unknown spending function {spending!r}; expected one of {SPENDING}")
 
 
-def _crossing(c: float, grid: tuple[np.ndarray, np.ndarray, np.ndarray] | None, info_prev: float,
+def _crossing(c: float, grid: Grid | None, info_prev: float,
               info: float) -> float:
     """P(|Z_k| ≥ c, no earlier crossing) under the null, given the continuation density of the previous look."""
     if grid is None:
@@ -59,13 +67,12 @@ def _crossing(c: float, grid: tuple[np.ndarray, np.ndarray, np.ndarray] | None, 
     return float(np.sum(h_prev * (up + down)))
 
 
-def _continue(c: float, grid: tuple | None, info_prev: float, info: float) -> tuple:
+def _continue(c: float, grid: Grid | None, info_prev: float, info: float) -> Grid:
     from gsdesign import h1, hupdate
 
     a, b = (-c, c) if math.isfinite(c) else (-np.inf, np.inf)
-    if grid is None:
-        return h1(GRID_R, 0.0, info, a, b)
-    return hupdate(GRID_R, 0.0, info, a, b, 0.0, info_prev, grid)
+    out: Grid = h1(GRID_R, 0.0, info, a, b) if grid is None else hupdate(GRID_R, 0.0, info, a, b, 0.0, info_prev, grid)
+    return out
 
 
 def _fractions(fractions: Sequence[float]) -> list[float]:
@@ -110,7 +117,7 @@ def constant_shape_boundaries(k: int, *, alpha: float = 0.05, shape: str = "obf"
     c_k = C·√(K/k), with C solved so that the crossing probability is α (Jennison & Turnbull 2000, Tables
     2.1 and 2.3)."""
     t = [(i + 1) / k for i in range(k)]
-    form = (lambda i: 1.0) if shape == "pocock" else (lambda i: math.sqrt(k / (i + 1)))
+    form: Callable[[int], float] = (lambda i: 1.0) if shape == "pocock" else (lambda i: math.sqrt(k / (i + 1)))
     if shape not in SPENDING:
         raise ValueError(f"unknown boundary shape {shape!r}; expected one of {SPENDING}")
     C = _opt.brentq(lambda C: crossing_probability([C * form(i) for i in range(k)], t) - alpha, 1.0, 10.0,
@@ -152,7 +159,7 @@ class SequentialDesign:
         return cls(tuple(looks), alpha=alpha, spending=spending)
 
     @classmethod
-    def for_claim(cls, settings: Any, n_max: int) -> SequentialDesign:
+    def for_claim(cls, settings: SequentialSettings, n_max: int) -> SequentialDesign:
         """The looks `harness.sequential` (config.SequentialSettings) plans for a claim of at most `n_max` queries;
         one look at n_max when the settings disable sequential verdicts (--fixed-n)."""
         if not settings.enabled:
@@ -189,7 +196,7 @@ class Look:
     confidence: float
     estimate: float
     ci: tuple[float, float]
-    verdict: str
+    verdict: VerdictName
 
 
 @dataclass
@@ -197,8 +204,8 @@ class SequentialOutcome:
     """Where a sequential claim stopped: its last effect (with the repeated interval) and verdict, and every look."""
 
     design: SequentialDesign
-    effect: Any
-    verdict: Any
+    effect: Effect
+    verdict: Verdict
     looks: list[Look]
     available: int
 
@@ -218,28 +225,31 @@ class SequentialOutcome:
                              "ci": list(lk.ci), "verdict": lk.verdict} for lk in self.looks]}
 
 
-DECIDED = ("supported", "refuted", "error")  # error: the arms' calls failed; more queries would only fail too
+# error: the arms' calls failed; more queries would only fail too
+DECIDED: tuple[VerdictName, ...] = ("supported", "refuted", "error")
 
 
-def run_sequential(design: SequentialDesign, effect_at: Callable[[int, float], Any],
-                   verdict_of: Callable[[Any], Any], *, available: int | None = None) -> SequentialOutcome:
+def run_sequential(design: SequentialDesign, effect_at: Callable[[int, float], Effect],
+                   verdict_of: Callable[[Effect], Verdict], *, available: int | None = None) -> SequentialOutcome:
     """Look at n_1, n_2, … queries: `effect_at(n, confidence)` measures the effect on the first n queries with
     its interval at that confidence, `verdict_of(effect)` decides it; stop at the first supported, refuted or
     error verdict (a verdict object with a `.verdict` string), else after the last look."""
     looks: list[Look] = []
-    effect = verdict = None
+    effect: Effect | None = None
+    verdict: Verdict | None = None
     for k, n in enumerate(design.looks):
         conf = design.confidence_at(k)
         effect = effect_at(n, conf)
         verdict = verdict_of(effect)
-        looks.append(Look(n, conf, float(effect.estimate), tuple(float(x) for x in effect.ci), verdict.verdict))
+        looks.append(Look(n, conf, float(effect.estimate), (float(effect.ci[0]), float(effect.ci[1])), verdict.verdict))
         if verdict.verdict in DECIDED:
             break
+    assert effect is not None and verdict is not None  # a design has at least one look
     return SequentialOutcome(design, effect, verdict, looks, available if available is not None else design.looks[-1])
 
 
-def replay(candidate: Sequence[float], baseline: Sequence[float], design: SequentialDesign, comparator: str,
-           threshold: float, decision: Any, *, relative: bool = False, binary: bool = False,
+def replay(candidate: Sequence[float], baseline: Sequence[float], design: SequentialDesign, comparator: Comparator,
+           threshold: float, decision: Decision, *, relative: bool = False, binary: bool = False,
            bounds: tuple[float, float] | None = (0.0, 1.0)) -> SequentialOutcome:
     """The sequential rule run over recorded per-query scores (first n at look n), e.g. a fixed-n run's, to see
     what it would have decided and where it would have stopped."""
@@ -248,15 +258,15 @@ def replay(candidate: Sequence[float], baseline: Sequence[float], design: Sequen
 
     c, b = np.asarray(candidate, float), np.asarray(baseline, float)
 
-    def effect_at(n: int, confidence: float) -> Any:
+    def effect_at(n: int, confidence: float) -> Effect:
         return paired_effect(c[:n], b[:n], relative=relative, binary=binary, bounds=bounds, seed=1,
                              confidence=confidence)
 
     return run_sequential(design, effect_at, lambda e: decide(e, comparator, threshold, decision), available=len(c))
 
 
-def against_fixed_n(candidate: Sequence[float], baseline: Sequence[float], design: SequentialDesign, comparator: str,
-                    threshold: float, decision: Any, **kw: Any) -> dict[str, Any]:
+def against_fixed_n(candidate: Sequence[float], baseline: Sequence[float], design: SequentialDesign, comparator: Comparator,
+                    threshold: float, decision: Decision, **kw: Any) -> dict[str, Any]:
     """What the sequential rule and the fixed-n rule (one 95% interval on every query) decide on the same recorded
     scores: both verdicts, the look the sequential rule stopped at, and whether they agree where both decided
     (None when either is undecided)."""

@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import threading
 from dataclasses import dataclass, field
-from typing import Any, Callable, ClassVar, Iterable, Sequence
+from typing import TYPE_CHECKING, Any, Callable, ClassVar, Iterable, Literal, Mapping, Sequence, TypeVar, Union, overload
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
@@ -37,6 +37,16 @@ from harness.llm.spend import spending_for
 from harness.parallel import ordered_map
 from harness.progress import progress as stage_progress
 from harness.types import Hit, Query, Trace
+
+if TYPE_CHECKING:
+    from harness.llm.client import LLMClient
+    from harness.retrieval._retriever import Retriever
+    from harness.retrieval.embed import Embedder
+    from harness.retrieval.rerank import Reranker
+    from harness.retrieval.web import WebSearch
+
+ServiceName = Literal["retriever", "embedder", "llm", "reranker", "web"]
+Service = Union["Retriever", "Embedder", "LLMClient", "Reranker", "WebSearch"]
 
 
 class TopK(BaseModel):
@@ -136,13 +146,13 @@ class Services:
     `llm_for(model)` builds a client for another model (a technique's own `llm` setting)."""
 
     config: HarnessConfig = field(default_factory=HarnessConfig)
-    retriever: Any = None
-    embedder: Any = None
-    llm: Any = None
-    reranker: Any = None
-    web: Any = None
-    factories: dict[str, Callable[[], Any]] = field(default_factory=dict)
-    llm_for: Callable[[str], Any] | None = None
+    retriever: Retriever | None = None
+    embedder: Embedder | None = None
+    llm: LLMClient | None = None
+    reranker: Reranker | None = None
+    web: WebSearch | None = None
+    factories: dict[str, Callable[[], Service]] = field(default_factory=dict)
+    llm_for: Callable[[str], LLMClient] | None = None
 
     def __post_init__(self) -> None:
         url = self.config.harness.web_search_url
@@ -151,8 +161,20 @@ class Services:
 
             self.factories = {"web": lambda: SearxngWebSearch(url), **self.factories}
 
-    def require(self, name: str) -> Any:
-        value = getattr(self, name, None)
+    @overload
+    def require(self, name: Literal["retriever"]) -> Retriever: ...
+    @overload
+    def require(self, name: Literal["embedder"]) -> Embedder: ...
+    @overload
+    def require(self, name: Literal["llm"]) -> LLMClient: ...
+    @overload
+    def require(self, name: Literal["reranker"]) -> Reranker: ...
+    @overload
+    def require(self, name: Literal["web"]) -> WebSearch: ...
+
+    def require(self, name: ServiceName) -> Service:
+        """The service `name`, built by its factory on first use; a LookupError when there is neither."""
+        value: Service | None = getattr(self, name, None)
         if value is None and name in self.factories:
             value = self.factories[name]()
             setattr(self, name, value)
@@ -169,6 +191,9 @@ class Technique:
     Params: ClassVar[type[BaseModel]] = TopK
     config_section: ClassVar[str | None] = None  # dotted path in HarnessConfig, e.g. "wsop.hyde"
     role: ClassVar[str | None] = None  # the claims this technique answers for by default (e.g. "hyde")
+
+    # an instance of `Params` (a subclass narrows the type to its own Params)
+    params: BaseModel
 
     def __init__(self, services: Services, params: BaseModel | None = None):
         self.services = services
@@ -188,9 +213,10 @@ class Technique:
         """The label of the LLM this technique calls, None when it has called for none."""
         return getattr(self.services.llm, "label", None)
 
-    def arm(self, queries: Iterable[Query | str], **kw: Any) -> Arm:
+    def arm(self, queries: Iterable[Query | str], *, concurrency: int | None = None,
+            progress: Callable[[int, int], None] | None = None) -> Arm:
         """`run_many` as an Arm (results with the technique's name and model)."""
-        results = self.run_many(queries, **kw)
+        results = self.run_many(queries, concurrency=concurrency, progress=progress)
         return Arm(self.name, self.model, results)
 
     def lazy_arm(self, queries: Iterable[Query | str]) -> LazyArm:
@@ -238,12 +264,19 @@ class Technique:
 
 
 TECHNIQUES: dict[str, type[Technique]] = {}
+T = TypeVar("T", bound="type[Technique]")
 
 
-def register_technique(cls: type[Technique] | None = None, *, replace: bool = False):
+@overload
+def register_technique(cls: T, *, replace: bool = False) -> T: ...
+@overload
+def register_technique(cls: None = None, *, replace: bool = False) -> Callable[[T], T]: ...
+
+
+def register_technique(cls: T | None = None, *, replace: bool = False) -> T | Callable[[T], T]:
     """Class decorator: register a technique under its `name` (`replace=True` to override a built-in)."""
 
-    def deco(c: type[Technique]) -> type[Technique]:
+    def deco(c: T) -> T:
         if not c.name:
             raise ValueError(f"{c.__qualname__} has no `name`")
         if c.name in TECHNIQUES and TECHNIQUES[c.name] is not c and not replace:
@@ -275,7 +308,7 @@ def config_values(config: HarnessConfig, section: str | None) -> dict[str, Any]:
     return node.model_dump() if isinstance(node, BaseModel) else dict(node)
 
 
-def technique_params(name: str, config: HarnessConfig | None = None, overrides: dict[str, Any] | None = None, *,
+def technique_params(name: str, config: HarnessConfig | None = None, overrides: Mapping[str, object] | None = None, *,
                      source: str | None = None) -> BaseModel:
     """The technique's parameters: its Params defaults, then its configuration section, then `overrides`.
     An invalid value is a ConfigError naming the source (file) and the field."""
@@ -292,7 +325,7 @@ def technique_params(name: str, config: HarnessConfig | None = None, overrides: 
         raise ConfigError(f"{source or f'parameters of technique {name!r}'}: field '{fld}': {first['msg']}") from None
 
 
-def build_technique(name: str, services: Services, params: dict[str, Any] | BaseModel | None = None, *,
+def build_technique(name: str, services: Services, params: Mapping[str, object] | BaseModel | None = None, *,
                     source: str | None = None) -> Technique:
     """Build the technique registered as `name`, with parameters from `services.config` and `params`."""
     cls = get_technique(name)
@@ -307,7 +340,7 @@ def describe_params(name: str) -> list[dict[str, Any]]:
     rows = []
     for pname, f in cls.Params.model_fields.items():
         ann = getattr(f.annotation, "__name__", None) or str(f.annotation).replace("typing.", "")
-        default = f.default if f.default_factory is None else f.default_factory()
+        default = f.get_default(call_default_factory=True)
         if isinstance(default, BaseModel):
             default = "{...}"
         rows.append({"name": pname, "type": ann, "default": default})

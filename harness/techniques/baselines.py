@@ -2,12 +2,18 @@
 the runs HyDE, fusion and rewriting are compared with."""
 from __future__ import annotations
 
-from harness.techniques._registry import Technique, TechniqueResult, register_technique
+from typing import TYPE_CHECKING, Callable, Iterable
+
+from harness.techniques._registry import Technique, TechniqueResult, TopK, register_technique
 from harness.types import Query, Trace
+
+if TYPE_CHECKING:
+    from harness.retrieval._retriever import Mode
 
 
 class _PlainRetrieval(Technique):
-    mode: str = "dense"
+    mode: Mode = "dense"
+    params: TopK
 
     def setup(self) -> None:
         from harness.retrieval import Retriever
@@ -20,7 +26,8 @@ class _PlainRetrieval(Technique):
             hits = self.retriever.retrieve(query.text, self.params.k)
         return self.result(query, hits, trace)
 
-    def run_many(self, queries, *, concurrency: int = 1, progress=None) -> list[TechniqueResult]:
+    def run_many(self, queries: Iterable[Query | str], *, concurrency: int | None = None,
+                 progress: Callable[[int, int], None] | None = None) -> list[TechniqueResult]:
         """One embedding batch and one multi-vector search for all queries (the same hits as `run`)."""
         qs = [q if isinstance(q, Query) else Query(id=str(q), text=str(q)) for q in queries]
         if not qs:

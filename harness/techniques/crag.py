@@ -197,6 +197,7 @@ class CRAGTechnique(Technique):
     name, role = "crag", "crag"
     summary = "Corrective RAG: evaluate retrieval, refine, fall back to web search (Yan et al. 2024)"
     Params, config_section = CragParams, "wsop.crag"
+    params: CragParams
 
     def setup(self) -> None:
         p, s = self.params, self.services

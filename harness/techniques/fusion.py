@@ -100,6 +100,7 @@ class FusionTechnique(Technique):
     name, role = "rag-fusion", "rag-fusion"
     summary = "RAG-Fusion: LLM-generated queries, retrieved in parallel, fused with RRF (Rackauckas 2024)"
     Params, config_section = FusionParams, "wsop.rag_fusion"
+    params: FusionParams
 
     def setup(self) -> None:
         p = self.params

@@ -116,6 +116,7 @@ class HyDETechnique(Technique):
     name, role = "hyde", "hyde"
     summary = "HyDE: retrieve with the embedding of LLM-written hypothetical documents (Gao et al. 2022)"
     Params, config_section = HydeParams, "wsop.hyde"
+    params: HydeParams
 
     def setup(self) -> None:
         p, s = self.params, self.services

@@ -101,7 +101,7 @@ def compare_accuracy(queries: Sequence[Query], baseline: Callable[[str], str],
     pairs = list(zip(queries, ordered_map(both, list(queries), concurrency)))
 
     def correct(k: int) -> np.ndarray:
-        return np.array([r[k] is not None and answer_match(r[k], q.metadata["answers"]) for q, r in pairs],
+        return np.array([(a := r[k]) is not None and answer_match(a, q.metadata["answers"]) for q, r in pairs],
                         dtype=float)
 
     return AccuracyComparison(correct(0), correct(1),

@@ -83,7 +83,8 @@ class Seq2SeqRewriter:
 
         torch.manual_seed(seed)
         tok = ByT5Tokenizer()
-        cfg = T5Config(vocab_size=len(tok),
+        # decoder_start_token_id: taken by PretrainedConfig's **kwargs, absent from T5Config's annotated signature
+        cfg = T5Config(vocab_size=len(tok),  # type: ignore[call-arg]
                        d_model=d_model, d_kv=d_model // heads, d_ff=d_model * 2, num_layers=layers,
                        num_decoder_layers=layers, num_heads=heads, decoder_start_token_id=tok.pad_token_id,
                        pad_token_id=tok.pad_token_id, eos_token_id=tok.eos_token_id)
@@ -155,6 +156,7 @@ class RewriteTechnique(Technique):
     name, role = "query-rewriting", "query-rewriting"
     summary = "Rewrite-Retrieve-Read: an LLM (or a local T5 checkpoint) rewrites the query (Ma et al. 2023)"
     Params, config_section = RewriteParams, "wsop.query_rewriting"
+    params: RewriteParams
 
     def setup(self) -> None:
         p = self.params

@@ -6,7 +6,7 @@ import json
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
-from typing import Literal, Sequence
+from typing import Literal, Sequence, cast
 
 import numpy as np
 
@@ -17,10 +17,10 @@ from harness.techniques.crag import (
     CORRECT, CRAG, RetrievalEvaluator, WebSearch, charging, crag_scorer, knowledge_refinement,
 )
 from harness.techniques.generation import complete_with_sources
-from harness.techniques.fusion import FusionParams, RAGFusion
-from harness.techniques.hyde import HyDE, HydeParams
+from harness.techniques.fusion import FusionParams, FusionTechnique, RAGFusion
+from harness.techniques.hyde import HyDE, HydeParams, HyDETechnique
 from harness.techniques._registry import Technique, TechniqueResult, build_technique, register_technique
-from harness.techniques.rewrite import LLMRewriter, RewriteParams
+from harness.techniques.rewrite import LLMRewriter, RewriteParams, RewriteTechnique
 from harness.types import Hit, Query, Trace
 
 LEVELS = ("simple", "moderate", "complex")
@@ -255,14 +255,18 @@ class WSOPTechnique(Technique):
     name, role = "wsop", "wsop"
     summary = "the routed WSOP pipeline: complexity routing over HyDE, CRAG, RAG-Fusion and query rewriting"
     Params, config_section = WSOPParams, "wsop"
+    params: WSOPParams
 
     def setup(self) -> None:
         p, s = self.params, self.services
-        variant = {"prompt_variant": p.prompt_variant}
-        hyde = build_technique("hyde", s, HydeParams(**p.hyde.model_dump(), **variant)).hyde
-        fusion = build_technique("rag-fusion", s, FusionParams(**p.rag_fusion.model_dump(), **variant)).fusion
-        rewriter = (build_technique("query-rewriting", s, RewriteParams(**p.query_rewriting.model_dump(), **variant))
-                    .rewriter)
+        variant = p.prompt_variant
+        # the techniques registered under these names: the built-ins' classes (a replacement keeps their parts)
+        hyde = cast(HyDETechnique, build_technique(
+            "hyde", s, HydeParams(**p.hyde.model_dump(), prompt_variant=variant))).hyde
+        fusion = cast(FusionTechnique, build_technique(
+            "rag-fusion", s, FusionParams(**p.rag_fusion.model_dump(), prompt_variant=variant))).fusion
+        rewriter = cast(RewriteTechnique, build_technique(
+            "query-rewriting", s, RewriteParams(**p.query_rewriting.model_dump(), prompt_variant=variant))).rewriter
         evaluator = RetrievalEvaluator(crag_scorer(p.crag, s), upper_threshold=p.crag.upper_threshold,
                                        lower_threshold=p.crag.lower_threshold)
         self.pipeline = WSOPPipeline(WSOPConfig(**{k: getattr(p, k) for k in WSOPConfig.model_fields}),

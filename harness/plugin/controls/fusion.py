@@ -1,7 +1,7 @@
 """Negative controls for rAG-Fusion and reciprocal rank fusion: query generation, per-query retrieval and the merge."""
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Sequence
 
 from harness.plugin.controls.registry import control, replace_everywhere
 
@@ -19,7 +19,7 @@ def _fusion_one_query(mp: Any) -> None:
 def _rrf_zero(mp: Any) -> None:
     from harness.retrieval import rank_fusion
 
-    def rrf_scores(rankings, k=rank_fusion.RRF_K):
+    def rrf_scores(rankings: Sequence[Sequence[str]], k: int = rank_fusion.RRF_K) -> dict[str, float]:
         scores: dict[str, float] = {}
         for ranking in rankings:
             for rank, doc_id in enumerate(ranking):
@@ -37,7 +37,7 @@ def _fusion_random_merge(mp: Any) -> None:
     from harness.techniques import fusion
     from harness.types import Hit
 
-    def merge(result_sets, k=60):
+    def merge(result_sets: Sequence[Sequence[Hit]], k: int = 60) -> list[Hit]:
         first: dict[str, Hit] = {}
         for hits in result_sets:
             for h in hits:

@@ -42,7 +42,7 @@ def _unadjusted_looks(mp: Any) -> None:
 def _single_look(mp: Any) -> None:
     from harness.stats.sequential import SequentialDesign
 
-    plan = SequentialDesign.plan.__func__
+    plan = SequentialDesign.__dict__["plan"].__func__  # the classmethod's function, to call with another cls
 
     def one_look(cls, n_max, **kw):
         return cls((plan(cls, n_max, **kw).looks[-1],), alpha=kw.get("alpha", 0.05), spending=kw.get("spending", "obf"))

@@ -87,7 +87,7 @@ def effect_svg(entry: dict[str, Any], threshold: Any, lo: float, hi: float) -> s
     estimate coloured by verdict; an interval end that is unbounded or past the axis runs to the edge."""
     est = _num(entry.get("value"))
     ci = entry.get("ci") or [None, None]
-    colour = _COLOUR.get(entry.get("verdict"), "#6b7585")
+    colour = _COLOUR.get(str(entry.get("verdict")), "#6b7585")
     y = ROW_H / 2
     parts = [f'<svg role="img" aria-label="effect and interval" width="{PLOT_W}" height="{ROW_H}" '
              'xmlns="http://www.w3.org/2000/svg">',
@@ -98,8 +98,9 @@ def effect_svg(entry: dict[str, Any], threshold: Any, lo: float, hi: float) -> s
         parts.append(f'<line class="threshold" x1="{tx:.1f}" x2="{tx:.1f}" y1="2" y2="{ROW_H - 2}" stroke="#1d2430" '
                      'stroke-width="2"/>')
     if len(ci) == 2 and est is not None:
-        a = _x(_num(ci[0]) if _num(ci[0]) is not None else lo, lo, hi)
-        b = _x(_num(ci[1]) if _num(ci[1]) is not None else hi, lo, hi)
+        c0, c1 = _num(ci[0]), _num(ci[1])
+        a = _x(c0 if c0 is not None else lo, lo, hi)
+        b = _x(c1 if c1 is not None else hi, lo, hi)
         parts.append(f'<line class="ci" x1="{a:.1f}" x2="{b:.1f}" y1="{y}" y2="{y}" stroke="{colour}" '
                      'stroke-width="3"/>')
     if est is not None:

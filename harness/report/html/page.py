@@ -26,7 +26,7 @@ __all__ = ["render_html", "render_comparison", "verdict_transitions", "capabilit
 @lru_cache(maxsize=None)
 def asset(name: str) -> str:
     """A file of the report's assets (CSS, JS), shipped as package data."""
-    return resources.files("harness.report").joinpath("assets", name).read_text(encoding="utf-8")
+    return resources.files("harness.report").joinpath("assets").joinpath(name).read_text(encoding="utf-8")
 
 
 def capability_text(measures: Iterable[dict[str, Any]]) -> str:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
-from typing import Any, Sequence
+from typing import Any, Sequence, Union
 
 import numpy as np
 
@@ -33,6 +33,10 @@ def clustered_unit_vectors(n: int, dim: int = 384, *, clusters: int = 1000, spre
     return out
 
 
+# each query's ids, best first: lists, or the rows of an array (`exact_top_k`)
+IdRows = Union[Sequence[Sequence[Any]], np.ndarray]
+
+
 def exact_top_k(base: np.ndarray, queries: np.ndarray, k: int, *, block: int = 200_000) -> np.ndarray:
     """Row ids of each query's k highest dot products with `base` (ties broken by the lower id), best first."""
     q = np.asarray(queries, dtype=np.float32)
@@ -49,7 +53,7 @@ def exact_top_k(base: np.ndarray, queries: np.ndarray, k: int, *, block: int = 2
     return best_i
 
 
-def recall_at_k(found: Sequence[Sequence[Any]], exact: Sequence[Sequence[Any]], k: int) -> float:
+def recall_at_k(found: IdRows, exact: IdRows, k: int) -> float:
     """Mean over queries of |found top-k ∩ exact top-k| / k."""
     if len(found) != len(exact):
         raise ValueError(f"{len(found)} result lists for {len(exact)} queries")
@@ -102,10 +106,10 @@ class Tuned:
 
 
 DEFAULT_GRID = tuple(sorted((AnnSetting(nprobes=p, refine_factor=r) for r in (None, 5, 10, 20, 50)
-                             for p in (10, 20, 40, 80, 160)), key=lambda s: s.nprobes * (s.refine_factor or 1)))
+                             for p in (10, 20, 40, 80, 160)), key=lambda s: (s.nprobes or 0) * (s.refine_factor or 1)))
 
 
-def tune_ann(table: Any, queries: np.ndarray, exact: Sequence[Sequence[Any]], k: int,
+def tune_ann(table: Any, queries: np.ndarray, exact: IdRows, k: int,
              grid: Sequence[AnnSetting] = DEFAULT_GRID, *, target: float = 0.95, id_column: str = "id") -> Tuned:
     """Walk `grid` (cheapest first) until recall@k against `exact` reaches `target`; time each setting."""
     best: Tuned | None = None

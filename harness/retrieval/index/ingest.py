@@ -14,13 +14,16 @@ import itertools
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterable, Iterator, Protocol, Sequence
+from typing import TYPE_CHECKING, Any, Iterable, Iterator, Protocol, Sequence
 
 import numpy as np
 
 from harness.progress import progress
 from harness.retrieval.index.rows import Row, as_rows
 from harness.types import Chunk, Document
+
+if TYPE_CHECKING:
+    from harness.retrieval.embed import Embedder
 
 PARTIAL = "partial:"
 
@@ -80,7 +83,7 @@ def stored_ids(store: Target) -> set[str]:
     return set(store.table.search().select(["id"]).limit(None).to_arrow().column("id").to_pylist())
 
 
-def ingest(store: Target, items: Iterable[Document | Chunk], embedder: Any, *, fingerprint: str, batch: int = 1024,
+def ingest(store: Target, items: Iterable[Document | Chunk], embedder: Embedder, *, fingerprint: str, batch: int = 1024,
            total: int | None = None, stage: str | None = None, overwrite: bool = False) -> IngestStats:
     """Encode and append `items` to `store` in batches; skip when the table holds this `fingerprint` complete,
     resume when it holds it partial (only what is missing is encoded), start afresh otherwise."""

@@ -8,7 +8,7 @@ from concurrent.futures import ThreadPoolExecutor
 from contextlib import nullcontext
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Sequence
+from typing import TYPE_CHECKING, Any, Sequence
 
 import numpy as np
 
@@ -16,6 +16,10 @@ from harness.retrieval.index.ingest import ingest
 from harness.retrieval.index.rows import Row, as_rows, content_fingerprint, metadata_json
 from harness.retrieval.rank_fusion import RRF_K, reciprocal_rank_fusion
 from harness.types import Chunk, Document, Hit
+
+if TYPE_CHECKING:
+    from harness.retrieval.embed import Embedder
+    from harness.retrieval.index.ann import Tuned
 
 _MANIFEST = "_rag_harness_manifest"
 # tables at least this large get an IVF-PQ index: per query it beats exact search from ~3e4 rows, but its build is
@@ -64,7 +68,7 @@ class LanceStore:
         self.db = _lancedb().connect(self.uri, storage_options=self.storage_options or None)
         self._table = None
         self.last_stats: IndexStats | None = None  # what the latest `index()` did
-        self.ann: Any = None  # harness.retrieval.index.ann.Tuned once `tune_ann` measured its recall
+        self.ann: Tuned | None = None  # once `tune_ann` measured its recall
 
     # ------------------------------------------------------------------ writing
     # The public surface `harness.retrieval.index.ingest` (and the Ray path) writes through: whether the table
@@ -119,16 +123,17 @@ class LanceStore:
             if not token:
                 return names
 
-    def index(self, items: Sequence[Chunk | Document], embedder: Any, *, overwrite: bool = False,
+    def index(self, items: Sequence[Chunk | Document], embedder: Embedder, *, overwrite: bool = False,
               batch: int = 1024) -> IndexStats:
         """Embed and store items in batches (harness.retrieval.index.ingest): skipped, with no encoding at all,
         when the same content is already indexed; resumed, encoding only what is missing, after a killed run."""
         rows = as_rows(items)
         ids = [r[0] for r in rows]
-        if len(set(ids)) != len(ids):
-            seen: set[str] = set()
-            dup = next(i for i in ids if i in seen or seen.add(i))
-            raise ValueError(f"duplicate id {dup!r} in items to index")
+        seen: set[str] = set()
+        for i in ids:
+            if i in seen:
+                raise ValueError(f"duplicate id {i!r} in items to index")
+            seen.add(i)
         before = getattr(embedder, "encoded_count", 0)
         st = ingest(self, items, embedder, fingerprint=content_fingerprint(embedder.name, rows), batch=batch,
                     total=len(rows), stage=f"indexing {self.table_name}", overwrite=overwrite)
@@ -176,7 +181,7 @@ class LanceStore:
             tbl.count_rows()))), num_sub_vectors=dim // 8 if dim % 8 == 0 else 1), replace=True)
         self.ann = None
 
-    def tune_ann(self, query_vectors: np.ndarray, k: int = 10, *, target: float = 0.95) -> Any:
+    def tune_ann(self, query_vectors: np.ndarray, k: int = 10, *, target: float = 0.95) -> Tuned:
         """Choose nprobes / refine_factor by recall@k against exact search on these queries (a sample of the
         real ones); from then on vector searches go through the index, and `ann_context()` carries the recall."""
         from harness.retrieval.index.ann import lance_top_k, tune_ann
@@ -186,7 +191,7 @@ class LanceStore:
         self.ann = tune_ann(self.table, qs, exact, k, target=target)
         return self.ann
 
-    def ann_context(self) -> dict[str, Any]:
+    def ann_context(self) -> dict[str, object]:
         """How vector searches run, for every figure computed through them: exact, or ANN with its recall."""
         if self.ann is None:
             return {"vector_search": "exact"}

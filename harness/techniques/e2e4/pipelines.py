@@ -216,6 +216,7 @@ class E2E4Params(BaseModel):
 
 class _Experiment(Technique):
     Params = E2E4Params
+    params: E2E4Params
     experiment = "e2"
 
     def setup(self) -> None:
@@ -252,7 +253,7 @@ class E4ReasoningTechnique(_Experiment):
     summary = "E4: reasoning RAG (E3's retrieval, JSON reasoning steps then the answer)"
 
 
-def experiment_technique(exp: type) -> type[Technique]:
+def experiment_technique(exp: type[Experiment]) -> type[Technique]:
     """The registered technique for an experiment added with `register_experiment` (named like it)."""
     cls = type(f"{exp.__name__}Technique", (_Experiment,), {
         "name": exp.name, "experiment": exp.name, "role": exp.name,

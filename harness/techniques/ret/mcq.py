@@ -146,6 +146,7 @@ class RETTechnique(Technique):
     name, role = "ret", "ret"
     summary = "RET: answer hypotheses -> evidence fingerprints -> fingerprint-seeded retrieval (off unless enable_ret)"
     Params, config_section = RetParams, "ret"
+    params: RetParams
 
     def setup(self) -> None:
         p = self.params

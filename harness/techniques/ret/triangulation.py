@@ -121,7 +121,7 @@ def extract_fingerprints(hypotheses: Sequence[Hypothesis], question: str, llm: L
     try:
         data = json.loads(extract_json(text))
         if isinstance(data, dict):
-            out = {}
+            out: dict[str, list[str]] = {}
             for key, facts in data.items():
                 match = next((n for n in names if n.lower() == str(key).lower()), None) or \
                     next((n for n in names if str(key).lower() in n.lower() or n.lower() in str(key).lower()), None)
@@ -132,7 +132,7 @@ def extract_fingerprints(hypotheses: Sequence[Hypothesis], question: str, llm: L
     except ValueError:
         pass
     facts = _fallback_fingerprints(text)
-    out: dict[str, list[str]] = {}
+    out = {}
     for i, f in enumerate(facts[: k * len(names)]):
         out.setdefault(names[min(i // k, len(names) - 1)], []).append(f)
     return out
@@ -184,7 +184,8 @@ def fingerprint_queries(fingerprints: dict[str, list[str]], focus_terms: Sequenc
     """Fingerprints as queries (round-robin over hypotheses), each joined with the top FOCUS_TERMS (2) focus
     terms."""
     lists = [list(v) for v in fingerprints.values()]
-    flat, i = [], 0
+    flat: list[str] = []
+    i = 0
     while any(lists) and len(flat) < max_queries:
         if lists[i % len(lists)]:
             flat.append(lists[i % len(lists)].pop(0))
