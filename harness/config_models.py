@@ -175,8 +175,8 @@ class LLMSettings(_Strict):
                                                                     "it, successes raise it back); unset: 8 for API "
                                                                     "models, local_parallel for local/*.")
     local_parallel: int = Field(default=4, ge=1, description="Slots of the local llama.cpp server (continuous "
-                                                             "batching); README \"Local inference\" measured 1, 2 and "
-                                                             "4.")
+                                                             "batching); 1, 2 and 4 measured: "
+                                                             "docs/local-models.md#local-inference.")
     local_threads: int = Field(default=1, ge=1, description="Threads of the local llama.cpp server (on 2 cores shared "
                                                             "with embedding and reranking, 2 collapse whenever the "
                                                             "other core is busy).")
@@ -208,7 +208,7 @@ class LLMSettings(_Strict):
 
 class DatasetSettings(_Strict):
     """Which set under `harness.data_dir` each family of claims is measured on: a folder name, or a path
-    (absolute, or relative to the data directory). See README "Public QA and multiple-choice sets"."""
+    (absolute, or relative to the data directory). See docs/datasets.md."""
 
     retrieval: list[str] | None = Field(default=None, description="BEIR sets (corpus + qrels) of the retrieval and "
                                                                   "retrieval-technique claims (HyDE, RAG-Fusion, "
@@ -267,7 +267,7 @@ class JudgeSettings(_Strict):
 
 class SequentialSettings(_Strict):
     """How comparative claims draw their queries (harness.stats.sequential): in looks, each claim stopping at the
-    first look that decides it. The README's *Sequential verdicts* says what the rule guarantees and costs."""
+    first look that decides it. docs/verdicts.md says what the rule guarantees and costs."""
 
     enabled: bool = Field(default=True, description="Whether claims decide sequentially (--fixed-n turns it off: "
                                                     "every claim uses all its queries in one look).")
