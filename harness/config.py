@@ -198,6 +198,10 @@ class SequentialSettings(_Strict):
     max_looks: int = Field(default=5, ge=1)  # more queries than look_every x max_looks: looks equally spaced
     spending: Literal["obf", "pocock"] = "obf"  # Lan-DeMets alpha spending: O'Brien-Fleming or Pocock type
     alpha: float = Field(default=0.05, gt=0, lt=1)  # two-sided: the repeated intervals cover at 1 - alpha jointly
+    # anytime: every look's interval is a betting confidence sequence at 1 - alpha (each side held at alpha/2 on the
+    # skewed, tied per-query differences the per-side calibration measured, docs/statistics.md); rci: repeated
+    # Student-t intervals at the spending function's levels (more power, not held on those populations)
+    boundary: Literal["anytime", "rci"] = "anytime"
 
 
 class HarnessSettings(_Strict):
@@ -215,6 +219,9 @@ class HarnessSettings(_Strict):
     embedder: str = "all-MiniLM-L6-v2-onnx-int8"  # EMB-INT8-NDCG: within 0.005 nDCG@10 of the float model
     reranker: str = "maxsim-minilm"
     seed: int = 13
+    # the order a claim draws its queries in: random (a permutation seeded by `seed`, the same for both arms, so
+    # every look is a random sample) or natural (sorted ids: reproduces reports from before issue 36); --query-order
+    query_order: Literal["random", "natural"] = "random"
     max_queries: int = Field(default=30, ge=0)  # --max-queries: queries per study, judge agreement items too (0 = all)
     datasets: DatasetSettings = Field(default_factory=DatasetSettings)
     web_search_url: str | None = None  # a SearXNG instance: CRAG and WSOP search it instead of a local collection

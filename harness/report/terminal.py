@@ -20,7 +20,8 @@ def _interval(v: Any) -> str:
 
 
 def needed_text(entry: dict[str, Any]) -> str:
-    """Queries needed to decide an inconclusive claim, or "> N available" when the dataset has fewer."""
+    """Queries a new fixed-n study needs for 80% power to decide an inconclusive claim (`harness.stats._verdict.
+    queries_needed`), with "> N available" when the dataset has fewer."""
     q, avail = entry.get("queries_needed"), entry.get("available")
     if entry.get("verdict") != "inconclusive" or entry.get("untestable") or q is None:
         return ""
@@ -28,8 +29,8 @@ def needed_text(entry: dict[str, Any]) -> str:
         return "never (estimate = threshold)"
     q = int(q)
     if isinstance(avail, int) and q > avail:
-        return f"{q} (> {avail} available)"
-    return str(q)
+        return f"{q} for 80% power (> {avail} available)"
+    return f"{q} for 80% power"
 
 
 def counts_text(entry: dict[str, Any]) -> str:
