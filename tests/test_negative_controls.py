@@ -95,13 +95,15 @@ def test_integration_spec_checks_fail_under_their_controls(tmp_path: Path):
 
 @pytest.mark.integration
 def test_calibration_checks_fail_under_their_controls(tmp_path: Path, rag_config):
-    """The CALIB specs (real Cranfield runs, no LLM) under a liberal test and a too-narrow interval; skipped
+    """The CALIB specs (real Cranfield and halueval-qa runs, no LLM) under a liberal test, a too-narrow interval, the
+    naive interval at every look, the delta-method relative interval and the error gate at every look; skipped
     where the data directory (`--data-dir`, `harness.data_dir`) has no Cranfield."""
     data = rag_config.harness.data_dir
     if not (data / "cranfield" / "corpus.jsonl").is_file():
         pytest.skip(f"the Cranfield set is not in the data directory: {data / 'cranfield' / 'corpus.jsonl'} is missing")
     out = tmp_path / "controls"
-    cmd = [sys.executable, "-m", "pytest", "benchmarks/test_calibration.py", "-m", "benchmark", "--negative-controls",
+    cmd = [sys.executable, "-m", "pytest", "benchmarks/test_calibration.py", "benchmarks/test_calibration_sides.py", "-m",
+           "benchmark", "--negative-controls",
            "--report-dir", str(out), "-p", "no:cacheprovider", "-q", "--data-dir", str(data)]
     proc = subprocess.run(cmd, cwd=ROOT, env={**os.environ, "HF_HUB_OFFLINE": "1"}, capture_output=True, text=True,
                           timeout=1800)

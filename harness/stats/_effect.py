@@ -244,32 +244,34 @@ def _contrast_range(bounds: Interval | None, threshold: float) -> Interval:
 
 
 def _betting_ratio(a: np.ndarray, b: np.ndarray, bounds: Interval | None, confidence: float,
-                   grid: int = 400) -> Interval:
+                   points: int = 65, rounds: int = 5) -> Interval:
     """The ratios − 1 whose linear contrast's betting interval holds 0 (a test-inverted, Fieller-type interval): the
-    accepted ratios on a grid over [0, 4·(upper bound)/mean(b)], each end refined by bisection; an end at the grid's
-    edge is unbounded."""
+    accepted ratios among the estimate and a grid of 257 points over [0, 4·(upper bound)/mean(b)], each end refined
+    on `rounds` finer grids of `points` between its last rejected and first accepted point; an end at the grid's edge
+    is unbounded."""
     top = 4.0 * float(bounds[1]) / float(b.mean()) if bounds else 4.0
 
     def accepts(rho: np.ndarray) -> np.ndarray:
-        lo_r, hi_r = zip(*(_contrast_range(bounds, r - 1.0) for r in rho))
-        lo, hi = betting_bounds(a[None, :] - rho[:, None] * b[None, :], np.array(lo_r), np.array(hi_r),
+        r = np.asarray(rho, dtype=np.float64)
+        lo_r, hi_r = zip(*(_contrast_range(bounds, x - 1.0) for x in r))
+        lo, hi = betting_bounds(a[None, :] - r[:, None] * b[None, :], np.array(lo_r), np.array(hi_r),
                                 confidence=confidence)
         return (lo <= 0.0) & (0.0 <= hi)
 
-    rho = np.linspace(0.0, top, grid)
+    def refine(outside: float, inside: float) -> float:
+        for _ in range(rounds):
+            grid = np.linspace(outside, inside, points)
+            k = int(np.argmax(accepts(grid)))  # the last point, `inside`, is accepted
+            outside, inside = float(grid[k - 1]), float(grid[k])
+        return inside
+
+    rho = np.union1d(np.linspace(0.0, top, 4 * (points - 1) + 1), [float(a.mean()) / float(b.mean())])
     ok = accepts(rho)
     if not ok.any():
         return (float("nan"), float("nan"))
     i, j = int(np.argmax(ok)), int(len(ok) - 1 - np.argmax(ok[::-1]))
-
-    def refine(inside: float, outside: float) -> float:
-        for _ in range(30):
-            mid = (inside + outside) / 2
-            inside, outside = (mid, outside) if accepts(np.array([mid]))[0] else (inside, mid)
-        return inside
-
-    lo = refine(float(rho[i]), float(rho[i - 1])) if i > 0 else 0.0
-    hi = refine(float(rho[j]), float(rho[j + 1])) if j < len(rho) - 1 else float("inf")
+    lo = refine(float(rho[i - 1]), float(rho[i])) if i > 0 else 0.0
+    hi = refine(float(rho[j + 1]), float(rho[j])) if j < len(rho) - 1 else float("inf")
     return (lo - 1.0, hi - 1.0)
 
 
