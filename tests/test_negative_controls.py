@@ -102,7 +102,7 @@ def test_calibration_checks_fail_under_their_controls(tmp_path: Path, rag_config
     if not (data / "cranfield" / "corpus.jsonl").is_file():
         pytest.skip(f"the Cranfield set is not in the data directory: {data / 'cranfield' / 'corpus.jsonl'} is missing")
     out = tmp_path / "controls"
-    cmd = [sys.executable, "-m", "pytest", "benchmarks/test_calibration.py", "benchmarks/test_calibration_sides.py", "-m",
+    cmd = [sys.executable, "-m", "pytest", "benchmarks/test_calibration.py", "benchmarks/test_side_calibration.py", "-m",
            "benchmark", "--negative-controls",
            "--report-dir", str(out), "-p", "no:cacheprovider", "-q", "--data-dir", str(data)]
     proc = subprocess.run(cmd, cwd=ROOT, env={**os.environ, "HF_HUB_OFFLINE": "1"}, capture_output=True, text=True,

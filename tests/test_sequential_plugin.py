@@ -92,7 +92,8 @@ def test_a_large_effect_stops_at_the_first_look(project: pytest.Pytester):
     # the interval decided on is the betting confidence sequence at 95%, valid at every look at once
     assert row["interval"] == "betting" and row["confidence"] == pytest.approx(0.95)
     # the row names its query order and seed, and shows no p-value (a look's p is not adjusted for the looks)
-    assert check["context"]["query_order"] == {"order": "random", "seed": 13}
+    assert check["context"]["query_order"] == seq["query_order"] == {"order": "random", "seed": 13}
+    assert "look 1/3 (10 of ≤30, random order, seed 13)" in out  # the terminal table names it too
     assert row["p_value"] is None and check["effect"]["p_values"] == {} and check["context"]["p_value"] is None
 
 

@@ -210,7 +210,7 @@ def rag_check_sequential(request: pytest.FixtureRequest, rag_check: Callable[...
                                       error_rate=last.get("error_rate"), interim=not final_look), e.n, s.min_n)
 
         outcome = run_sequential(design, effect_at, verdict_of, available=context.get("available"))
-        seq = outcome.as_context()
+        seq = {**outcome.as_context(), "query_order": describe_order(h.query_order, h.seed)}
         extra = final(outcome.queries_used) if final is not None else {}
         # the stopping look's naive p-values are not adjusted for the looks: the row shows none
         effect = dataclasses.replace(outcome.effect, p_values={}, primary_test=None)

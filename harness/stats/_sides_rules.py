@@ -1,5 +1,5 @@
 """Vectorised copies of the intervals and the verdict a sequential claim is decided by, one row per simulated claim,
-for the per-side calibration (`harness.stats.calibration_sides`). `tests/test_calibration_sides.py` proves them
+for the per-side calibration (`harness.stats.calibration_sides`). `tests/test_calibration_sides_equal.py` proves them
 equal to the production path (`paired_effect` / `proportion_effect` → `decide`) row by row.
 
 A rule maps a claim kind (difference, relative, binary, proportion) to a function

@@ -3,7 +3,7 @@ per-query scores, false "supported" and false "refuted" counted separately per l
 interval a claim stops with, and the truth 0.5, 1 and 2 MDEs either side for power; before (main's intervals on the
 repeated-interval design) and after (the betting confidence sequence on the anytime design), with the candidates the
 choice was made among. `harness.stats.calibration_sides` runs the vectorised copies of the production path
-(`tests/test_calibration_sides_equal.py` proves them equal). `pytest -m benchmark benchmarks/test_calibration_sides.py`.
+(`tests/test_calibration_sides_equal.py` proves them equal). `pytest -m benchmark benchmarks/test_side_calibration.py`.
 
 Populations: the harness's own dense, BM25 and hybrid runs on Cranfield (225 topics) and on a seeded sample of 3,000
 halueval-qa questions (one gold passage each), and the recorded per-query scores of the protocol's own claims
@@ -120,6 +120,9 @@ class Studies:
                 res = {rule: sides.side_study(pop, looks, threshold, rule=rule, comparator=comparator, sims=SIMS,
                                               seed=SEED + i)
                        for rule in ("before", "after", "t", "hall") if _has_rule(rule, kind)}
+                if n_max == 30:  # the candidate of a later first look: t at looks 20 and 30
+                    res["t-first-look-20"] = sides.side_study(pop, (20, 30), threshold, rule="t", comparator=comparator,
+                                                              sims=SIMS, seed=SEED + i)
                 step = sides.mde(pop, threshold, n_max)
                 power: dict[str, dict[float, float]] = {}
                 for rule in () if active_control() else ("before", "after"):
