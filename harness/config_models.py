@@ -278,6 +278,11 @@ class SequentialSettings(_Strict):
                                                                           "(obf) or Pocock type.")
     alpha: float = Field(default=0.05, gt=0, lt=1, description="Two-sided alpha: the repeated intervals cover the "
                                                                "effect jointly with probability 1 - alpha.")
+    boundary: Literal["anytime", "rci"] = Field(
+        default="anytime", description="anytime: every look's interval is a betting confidence sequence at 1 - alpha, "
+                                       "each side held at alpha/2 on the skewed, tied per-query differences the "
+                                       "per-side calibration measured (docs/statistics.md); rci: repeated Student-t "
+                                       "intervals at the spending function's levels (more power, not held there).")
 
 
 class HarnessSettings(_Strict):
@@ -308,6 +313,10 @@ class HarnessSettings(_Strict):
     reranker: str = Field(default="maxsim-minilm", description="The reranker (CRAG's default retrieval evaluator).")
     seed: int = Field(default=13, description="The run's seed: study samples, the simulated web's withheld passages, "
                                               "the routing classifier.")
+    query_order: Literal["random", "natural"] = Field(
+        default="random", description="The order a claim draws its queries in: random (a permutation seeded by seed, "
+                                      "the same for both arms, so every look is a random sample) or natural (sorted "
+                                      "ids: reproduces reports from before issue 36); --query-order.")
     max_queries: int = Field(default=30, ge=0, description="Queries per study, judge agreement items too "
                                                            "(--max-queries; 0 = all).")
     datasets: DatasetSettings = Field(

@@ -62,15 +62,21 @@ def test_binary_effect_adds_mcnemar_as_primary():
     assert e.primary_test == "mcnemar" and e.p_value == pytest.approx(0.0625)
 
 
-def test_relative_effect_t_interval_by_the_delta_method():
+def test_relative_effect_t_interval_is_fiellers_and_delta_is_kept():
     a, b = _pair(2)
     e = paired_effect(a, b, relative=True)
     est = a.mean() / b.mean() - 1
     psi = (a - (1 + est) * b) / b.mean()
-    half = st.t.ppf(0.975, len(a) - 1) * psi.std(ddof=1) / math.sqrt(len(a))
+    n, q = len(a), st.t.ppf(0.975, len(a) - 1)
     assert e.kind == "relative" and e.estimate == pytest.approx(est) and e.sd == pytest.approx(psi.std(ddof=1))
-    assert e.ci == pytest.approx((est - half, est + half))
+    # Fieller by hand: the ρ where the t statistic of mean(a − ρ·b) is exactly ±q (the interval's two ends)
+    for rho in (e.ci[0] + 1, e.ci[1] + 1):
+        lin = a - rho * b
+        assert abs(lin.mean()) / (lin.std(ddof=1) / math.sqrt(n)) == pytest.approx(q, rel=1e-9)
+    assert e.ci[0] < est < e.ci[1] and e.interval_method == "t"
     assert e.attainable == pytest.approx((-1.0, 1 / b.mean() - 1))
+    half = q * psi.std(ddof=1) / math.sqrt(n)
+    assert paired_effect(a, b, relative=True, interval="delta").ci == pytest.approx((est - half, est + half))
 
 
 @pytest.mark.parametrize("method", ["percentile", "bca"])
@@ -290,7 +296,7 @@ def test_verdict_objects_in_full():
     v = decide(half, ">=", 0.1, Decision("ci", confidence=0.9))
     from harness.stats._verdict import queries_needed
 
-    assert v.queries_needed == queries_needed(0.2, 0.02, confidence=0.9) and not v.untestable
+    assert v.queries_needed == queries_needed(0.2, 0.02, confidence=0.9, n=30) and not v.untestable
     assert v.mde == pytest.approx(minimum_detectable_effect(0.2, 30, confidence=0.9))
     assert v.reason == "the 95% CI [0.05, 0.19] straddles 0.1"  # the interval's own level (Effect.confidence)
     assert decide(half, ">=", 0.01, Decision("ci")).reason == "the whole 95% CI [0.05, 0.19] satisfies >= 0.01"

@@ -93,21 +93,30 @@ def test_integration_spec_checks_fail_under_their_controls(tmp_path: Path):
     _assert_all_killed(*_run_under_controls(tmp_path, "integration"), tier="integration")
 
 
+def _side_spec(spec_id: str) -> bool:
+    return spec_id.startswith(("CALIB-SIDES-", "CALIB-ERROR-GATE-"))
+
+
 @pytest.mark.integration
-def test_calibration_checks_fail_under_their_controls(tmp_path: Path, rag_config):
-    """The CALIB specs (real Cranfield runs, no LLM) under a liberal test and a too-narrow interval; skipped
+@pytest.mark.parametrize("module, owns", [("test_calibration.py", lambda i: not _side_spec(i)),
+                                          ("test_side_calibration.py", _side_spec)],
+                         ids=["calibration", "side-calibration"])
+def test_calibration_checks_fail_under_their_controls(tmp_path: Path, rag_config, module, owns):
+    """The CALIB specs (real Cranfield and halueval-qa runs, no LLM) under a liberal test, a too-narrow interval, the
+    naive interval at every look, the delta-method relative interval and the error gate at every look; skipped
     where the data directory (`--data-dir`, `harness.data_dir`) has no Cranfield."""
     data = rag_config.harness.data_dir
     if not (data / "cranfield" / "corpus.jsonl").is_file():
         pytest.skip(f"the Cranfield set is not in the data directory: {data / 'cranfield' / 'corpus.jsonl'} is missing")
     out = tmp_path / "controls"
-    cmd = [sys.executable, "-m", "pytest", "benchmarks/test_calibration.py", "-m", "benchmark", "--negative-controls",
+    cmd = [sys.executable, "-m", "pytest", f"benchmarks/{module}", "-m", "benchmark", "--negative-controls",
            "--controls-only", "--report-dir", str(out), "-p", "no:cacheprovider", "-q", "--data-dir", str(data)]
     proc = subprocess.run(cmd, cwd=ROOT, env={**os.environ, "HF_HUB_OFFLINE": "1"}, capture_output=True, text=True,
                           timeout=1800)
     tail = proc.stdout[-3000:] + proc.stderr[-2000:]
     rows = {r["id"]: r for r in json.loads((out / "results.json").read_text())["specs"]} if \
         (out / "results.json").exists() else {}
-    calib = {s.id for s in CATALOGUE if s.id.startswith("CALIB-")}
+    calib = {s.id for s in CATALOGUE if s.id.startswith("CALIB-") and owns(s.id)}  # each module its own claims
+    assert calib
     outcomes = {i: (rows.get(i, {}).get("control") or {}).get("outcome") for i in calib}
     assert all(o == "killed" for o in outcomes.values()), f"{outcomes}\n{tail}"

@@ -87,7 +87,7 @@ def test_a_claims_reasoning_is_in_full_and_its_table_is_inert_data():
     why = dict(reasoning(row, _entry()))
     assert why["rule"] == "95% CI vs threshold" and why["claim"] == "m >= 0.05"
     assert why["interval"] == "95.0% [-0.01, 0.05] (t interval)" and why["queries"] == "40 of 100 available"
-    assert why["queries +/=/−"] == "+20/=10/-10" and why["queries needed"] == "180 (> 100 available)"
+    assert why["queries +/=/−"] == "+20/=10/-10" and why["queries needed"] == "180 for 80% power (> 100 available)"
     assert why["why"] == "the 95% CI straddles 0.05"
     html = claim_details([{**row, "datasets": [_entry(per_query=pq)]}])
     assert 'id="claim-HYDE-003"' in html and "&lt;i&gt;doc&lt;/i&gt;" in html

@@ -77,7 +77,7 @@ def _driver(d, spec=(">=", 0.0)):
     def effect_at(n, conf):
         return paired_effect(d[:n], np.zeros(n), bounds=None, confidence=conf)
 
-    return effect_at, lambda e: decide(e, comparator, threshold, Decision("ci"))
+    return effect_at, lambda e, final: decide(e, comparator, threshold, Decision("ci"), interim=not final)
 
 
 def test_run_sequential_stops_at_the_first_decided_look():

@@ -226,21 +226,34 @@ def test_non_directional_comparator_is_rejected():
 
 # ---------------------------------------------------------------- queries needed and MDE
 def test_queries_needed_hand_computed():
-    # t(0.975, 17)/sqrt(18) = 0.4973 < 0.5 <= t(0.975, 16)/sqrt(17) = 0.5142
-    assert queries_needed(1.0, 0.5) == 18
+    """Queries for 80% power in a new fixed-n study: (t(0.975, 32) + t(0.8, 32))/sqrt(33) = 0.50307 > 0.5 >=
+    (t(0.975, 33) + t(0.8, 33))/sqrt(34) = 0.49514, so 34; statsmodels' exact noncentral-t power gives 33.37 -> 34."""
+    from statsmodels.stats.power import TTestPower
+
+    assert queries_needed(1.0, 0.5) == 34
+    assert queries_needed(1.0, 0.5) == math.ceil(TTestPower().solve_power(effect_size=0.5, alpha=0.05, power=0.8))
     assert queries_needed(1.0, 0.0) == float("inf")
     assert queries_needed(float("nan"), 0.5) is None
+    # conservative: the SD at its one-sided 80% upper confidence limit, sqrt(29 / chi2(0.2, 29)) = 1.13592 at n = 30
+    up = math.sqrt(29 / st.chi2.ppf(0.2, 29))
+    assert up == pytest.approx(1.135922, abs=1e-6)
+    assert queries_needed(1.0, 0.5, n=30) == queries_needed(up, 0.5) == 43
 
 
-def test_inconclusive_verdict_reports_queries_needed_that_would_decide():
+def test_inconclusive_verdict_reports_queries_needed_for_80_percent_power():
     base = np.full(30, 0.5)
     cand = base + np.tile([0.25, -0.2], 15)  # mean +0.025, sd 0.2288: the CI straddles 0 at n = 30
     e = paired_effect(cand, base, bounds=None)
     v = decide(e, ">", 0.0, CI)
     assert v.verdict == "inconclusive"
     n = int(v.queries_needed)
-    half = st.t.ppf(0.975, n - 1) * e.sd / math.sqrt(n)
-    assert half < abs(e.estimate) <= st.t.ppf(0.975, n - 2) * e.sd / math.sqrt(n - 1)
+    sd = e.sd * math.sqrt(29 / st.chi2.ppf(0.2, 29))
+    assert minimum_detectable_effect(sd, n) <= abs(e.estimate) < minimum_detectable_effect(sd, n - 1)
+    # what the report prints beside it
+    from harness.report.terminal import needed_text
+
+    assert needed_text({"verdict": "inconclusive", "queries_needed": n, "available": 30}) == \
+        f"{n} for 80% power (> 30 available)"
 
 
 def test_mde_hand_computed():

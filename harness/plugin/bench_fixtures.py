@@ -4,17 +4,12 @@ services the techniques are built on. Their parametrisation (`rag_dataset_name`,
 `rag_negatives_name`) is `harness.plugin.protocol.parametrize`, called from the plugin's hooks."""
 from __future__ import annotations
 
-import re
 from typing import Any
 
 import pytest
 
 __all__ = ["rag_dataset", "rag_dense_store", "rag_dense_retriever", "rag_bench_services", "rag_bench_queries",
            "rag_uncached_llm", "rag_judge_agreement", "rag_kb"]
-
-
-def _natural(key: str) -> list[Any]:
-    return [int(t) if t.isdigit() else t for t in re.split(r"(\d+)", key)]
 
 
 @pytest.fixture(scope="session")
@@ -52,9 +47,14 @@ def rag_bench_services(rag_dense_retriever: Any, rag_embedder: Any, rag_config: 
 
 @pytest.fixture(scope="session")
 def rag_bench_queries(rag_dataset: Any, rag_config: Any) -> list[Any]:
-    """The first N judged queries (natural id order), N = --max-queries (0 = all)."""
-    qids = sorted(rag_dataset.judged_queries(), key=_natural)
-    n = rag_config.harness.max_queries
+    """N judged queries, N = --max-queries (0 = all), in --query-order: a permutation seeded by harness.seed
+    (default), so each look of a claim is a random sample, or natural id order; every arm of a dataset draws the same
+    order (`harness.stats.sampling.ordered`)."""
+    from harness.stats.sampling import ordered
+
+    h = rag_config.harness
+    qids = ordered(list(rag_dataset.judged_queries()), h.query_order, h.seed)
+    n = h.max_queries
     qids = qids[:n] if n else qids
     return [rag_dataset.queries[q] for q in qids]
 

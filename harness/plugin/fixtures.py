@@ -109,8 +109,8 @@ def rag_check(request: pytest.FixtureRequest) -> Callable[..., Any]:
                 raise TypeError(f"{s.id} is decided by its {s.decision.describe()}: pass an Effect "
                                 "(harness.stats.paired_effect or proportion_effect), not a bare number")
             v = below_min_n(decide(effect, s.comparator, s.threshold, s.decision,
-                                   fallback_rate=context.get("fallback_rate"), error_rate=context.get("error_rate")),
-                            effect.n, s.min_n)
+                                   fallback_rate=context.get("fallback_rate"), error_rate=context.get("error_rate"),
+                                   interim=bool(context.get("interim_look"))), effect.n, s.min_n)
             record.update(value=effect.estimate, verdict=v.verdict, effect=effect.as_context(),
                           decided=v.as_context())
         else:
@@ -169,19 +169,30 @@ def rag_check_sequential(request: pytest.FixtureRequest, rag_check: Callable[...
     Effect's interval at `confidence`; looks follow `harness.sequential` (harness.stats.sequential) and the claim
     stops at the first look whose repeated interval decides it, so queries after that are never drawn.
     `final(n)` adds context once, at the stopping look (run files, figures). The row records the looks, the one
-    it stopped at and the queries used. Under --estimate-cost every query is drawn (the spend's upper bound).
+    it stopped at, the queries used, the interval and the order the queries were drawn in (`query_order`, with its
+    seed); it shows no p-value (a look's naive p is not adjusted for the looks). A claim decided by the `test` rule
+    cannot be sequential (its p would be read unadjusted at every look): a TypeError. `min_n` holds inside the
+    looks (a look below it cannot stop the claim as supported) and the error gate decides at an interim look only
+    when the failure rate's Clopper-Pearson lower bound exceeds 10% (`harness.stats._verdict.decide`).
+    Under --estimate-cost every query is drawn (the spend's upper bound).
     """
+    from harness.stats.sampling import describe as describe_order
     from harness.stats.sequential import SequentialDesign, run_sequential
-    from harness.stats._verdict import decide
+    from harness.stats._verdict import below_min_n, decide
 
     cat = catalogue_of(request.config)
-    settings = harness_config_of(request.config).harness.sequential
+    h = harness_config_of(request.config).harness
+    settings = h.sequential
 
     def _run(spec_id: str, measure_at: Callable[[int, float], tuple[Any, dict]], n_max: int, *,
              final: Callable[[int], dict] | None = None, **context: Any) -> Any:
         s = _spec_or_fail(cat, spec_id)
         if not s.comparative:
             raise TypeError(f"{s.id} is decided by its {s.decision.describe()}: only ci/test claims are sequential")
+        if s.decision.rule == "test":
+            raise TypeError(f"{s.id} is decided by the test rule ({s.decision.describe()}): a sequential claim would "
+                            "read each look's unadjusted p-value; decide it with `decision: ci` or check it once "
+                            "with rag_check")
         if n_max < 2:
             pytest.fail(f"{s.id}: {n_max} queries cannot decide a paired claim", pytrace=False)
         design = SequentialDesign((n_max,), alpha=settings.alpha) if estimating(request.config) \
@@ -194,14 +205,20 @@ def rag_check_sequential(request: pytest.FixtureRequest, rag_check: Callable[...
             last.update(ctx)
             return effect
 
-        outcome = run_sequential(design, effect_at, lambda e: decide(e, s.comparator, s.threshold, s.decision,
-                                                                     fallback_rate=last.get("fallback_rate"),
-                                                                     error_rate=last.get("error_rate")),
-                                 available=context.get("available"))
-        seq = outcome.as_context()
+        def verdict_of(e: Any, final_look: bool) -> Any:
+            return below_min_n(decide(e, s.comparator, s.threshold, s.decision, fallback_rate=last.get("fallback_rate"),
+                                      error_rate=last.get("error_rate"), interim=not final_look), e.n, s.min_n)
+
+        outcome = run_sequential(design, effect_at, verdict_of, available=context.get("available"))
+        seq = {**outcome.as_context(), "query_order": describe_order(h.query_order, h.seed)}
         extra = final(outcome.queries_used) if final is not None else {}
-        return rag_check(spec_id, outcome.effect, **{**context, **last, **extra}, sequential=seq,
-                     queries_used=seq["queries_used"], looks_used=f"{outcome.stopped_at} of {len(design.looks)}")
+        # the stopping look's naive p-values are not adjusted for the looks: the row shows none
+        effect = dataclasses.replace(outcome.effect, p_values={}, primary_test=None)
+        ctx = {k: v for k, v in {**context, **last, **extra}.items() if k != "p_value"}
+        return rag_check(spec_id, effect, **ctx, sequential=seq, queries_used=seq["queries_used"],
+                         looks_used=f"{outcome.stopped_at} of {len(design.looks)}",
+                         query_order=describe_order(h.query_order, h.seed),
+                         interim_look=outcome.stopped_at < len(design.looks))
 
     return _run
 

@@ -50,6 +50,9 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                     help="folder of BEIR-layout datasets for the benchmark tier.")
     group.addoption("--max-queries", action="store", type=int, default=None, metavar="N",
                     help="queries per dataset in LLM-driven benchmarks (default 30; 0 = all).")
+    group.addoption("--query-order", action="store", default=None, choices=("random", "natural"),
+                    help="the order claims draw their queries in: 'random' (default; a permutation seeded by "
+                         "harness.seed, recorded in the report) or 'natural' (sorted ids, as reports before issue 36).")
     group.addoption("--machine-benchmarks", action="store_true", default=False,
                     help="also run the benchmarks that measure the machine rather than a claim (local inference "
                          "tokens/s at 1/2/4 slots); minutes long, and only meaningful alone on the machine.")
@@ -119,6 +122,7 @@ def pytest_configure(config: pytest.Config) -> None:
         "harness.report_dir": config.getoption("report_dir"),
         "harness.data_dir": config.getoption("data_dir"),
         "harness.max_queries": config.getoption("max_queries"),
+        "harness.query_order": config.getoption("query_order"),
         "harness.judge.models": config.getoption("judge"),
     }
     if config.getoption("no_llm_cache"):

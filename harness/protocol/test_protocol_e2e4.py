@@ -15,6 +15,7 @@ from harness.data import load_experiment_inputs
 from harness.retrieval.rerank import make_reranker
 from harness.runner import run_experiments
 from harness.stats._effect import paired_effect, proportion_effect
+from harness.stats.sampling import ordered
 from harness.techniques.e2e4.evaluation import (abstains, all_queries_figure, compare, context_recall, handles_out_of_kb,
                                          load_rows, summarize)
 from harness.metrics._text import answer_match
@@ -120,8 +121,8 @@ def test_e4_abstains_on_negatives(study, rag_check):
 @pytest.fixture(scope="module")
 def negatives_study(rag_llm, rag_embedder, rag_config, rag_qa_set, rag_kb, tmp_path_factory):
     """E4 (the claim) and E2 (its baseline) over the retail KB asked questions it cannot answer: for each set of
-    `harness.datasets.negatives` (default FreshQA's false-premise questions and SimpleQA), its first N
-    (--max-queries) in file order, drawn on demand (a claim decided at an early look runs no more of them).
+    `harness.datasets.negatives` (default FreshQA's false-premise questions and SimpleQA), N (--max-queries) of them
+    in --query-order (default a permutation seeded by harness.seed; `harness.stats.sampling`), drawn on demand (a claim decided at an early look runs no more of them).
     E3 is left out: it differs from E4 only in the reasoning the claim is about."""
     import logging
 
@@ -150,6 +151,7 @@ def negatives_study(rag_llm, rag_embedder, rag_config, rag_qa_set, rag_kb, tmp_p
     for name in rag_config.harness.datasets.negatives:
         ds = rag_qa_set("negatives", name)
         pool = [i for i in ds.items if i.false_premise] or ds.items  # a set with false premises: those
+        pool = ordered(pool, rag_config.harness.query_order, rag_config.harness.seed, key=None)
         sets[ds.name] = LazyMap(one, pool[:n], rag_llm.concurrency, stage=f"e2-e4 on out-of-KB questions ({ds.name})")
     return {"sets": sets, "model": rag_llm.label, "kb": rag_kb.name.split("-seed")[0]}
 

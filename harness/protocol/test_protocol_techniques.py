@@ -16,6 +16,7 @@ from harness.prompts import load_prompts, render
 from harness.report.per_query import per_query_context, technique_outputs
 from harness.stats._effect import paired_effect
 from harness.stats.latency import interleaved_ratio
+from harness.stats.sampling import ordered
 from harness.techniques.generation import numbered_sources
 from harness.techniques._registry import Arm, LazyArm
 from harness.types import Query
@@ -263,7 +264,8 @@ def test_crag_open_qa(rag_spec, rag_qa_set, rag_llm, rag_embedder, rag_make_tech
     store, web, sim = crag_backends(qa, rag_embedder, rag_config)
     dense = Retriever(store, rag_embedder, "dense")
     crag = rag_make_technique("crag", Services(rag_config, retriever=dense, embedder=rag_embedder, llm=rag_llm, web=web))
-    items = qa.items[: rag_config.harness.capped(len(qa.items))]
+    h = rag_config.harness  # the questions in --query-order (a seeded permutation by default), then capped
+    items = ordered(qa.items, h.query_order, h.seed, key=None)[: h.capped(len(qa.items))]
     queries = [Query(i.id, i.text, {"answers": list(i.answers)}) for i in items]
     by_text = {q.text: q.id for q in queries}
     fell_back: set[str] = set()

@@ -20,7 +20,8 @@ def _interval(v: Any) -> str:
 
 
 def needed_text(entry: dict[str, Any]) -> str:
-    """Queries needed to decide an inconclusive claim, or "> N available" when the dataset has fewer."""
+    """Queries a new fixed-n study needs for 80% power to decide an inconclusive claim (`harness.stats._verdict.
+    queries_needed`), with "> N available" when the dataset has fewer."""
     q, avail = entry.get("queries_needed"), entry.get("available")
     if entry.get("verdict") != "inconclusive" or entry.get("untestable") or q is None:
         return ""
@@ -28,8 +29,8 @@ def needed_text(entry: dict[str, Any]) -> str:
         return "never (estimate = threshold)"
     q = int(q)
     if isinstance(avail, int) and q > avail:
-        return f"{q} (> {avail} available)"
-    return str(q)
+        return f"{q} for 80% power (> {avail} available)"
+    return f"{q} for 80% power"
 
 
 def counts_text(entry: dict[str, Any]) -> str:
@@ -47,11 +48,15 @@ def arms_text(entry: dict[str, Any]) -> str:
 
 
 def looks_text(entry: dict[str, Any]) -> str:
-    """Where a sequential claim stopped: 'look 1/3 (10 of ≤30)'; '' for a claim decided in one look."""
+    """Where a sequential claim stopped: 'look 1/3 (10 of ≤30)', with the order its queries were drawn in when the
+    row records one ('look 1/3 (10 of ≤30, random order, seed 13)'); '' for a claim decided in one look."""
     seq = entry.get("sequential")
     if not seq or len(seq.get("looks") or []) < 2:
         return ""
-    return f"look {seq['stopped_at_look']}/{len(seq['looks'])} ({seq['queries_used']} of ≤{seq['looks'][-1]})"
+    order = seq.get("query_order") or {}
+    how = (f", random order, seed {order.get('seed')}" if order.get("order") == "random"
+           else ", natural order" if order.get("order") == "natural" else "")
+    return f"look {seq['stopped_at_look']}/{len(seq['looks'])} ({seq['queries_used']} of ≤{seq['looks'][-1]}{how})"
 
 
 def _line(label: str, tier: str, e: dict[str, Any], cond: str) -> str:

@@ -7,22 +7,47 @@ The interval method for each kind is the one the calibration on real topics chos
 """
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import math
-from dataclasses import asdict, dataclass, field
-from typing import Any
+from dataclasses import asdict, dataclass, field, replace
+from typing import Any, Iterator
 
 import numpy as np
 from scipy import stats as _st
 
+from harness.stats.betting import betting_bounds, betting_interval
 from harness.stats.intervals import (
-    Bools, Floats, Interval, agresti_min_interval, agresti_min_sd, bca_from_replicates, bca_interval, interval_sd, percentile_interval,
-    t_interval, ties_interval, wilson_interval,
+    Bools, Floats, Interval, agresti_min_interval, agresti_min_sd, bca_from_replicates, bca_interval, fieller_interval, interval_sd,
+    percentile_interval, t_interval, ties_interval, wilson_interval,
 )
 
-# Chosen by benchmarks/test_calibration.py on Cranfield (dense, BM25, hybrid; 225 topics): see docs/verdicts.md#which-interval-which-test.
+# Fixed-n verdicts: chosen by benchmarks/test_calibration.py on Cranfield (dense, BM25, hybrid; 225 topics). A
+# relative effect's "t" is Fieller's interval of the ratio, decided on the linear contrast (`relative_contrast`);
+# docs/verdicts.md#which-interval-which-test.
 VERDICT_INTERVAL = {"difference": "t", "relative": "t", "proportion": "wilson"}
+# Sequential verdicts (inside `anytime_intervals()`, which `run_sequential` opens for an anytime design): the betting
+# confidence sequence of bounded values, which holds each side at α/2 at every look on every population the per-side
+# calibration measured (docs/statistics.md); a metric without bounds keeps the fixed-n methods.
+ANYTIME_METHODS = ("betting",)
 PRIMARY_TEST = {"difference": "t", "relative": "t", "binary": "mcnemar"}
 _TIE = 1e-12
+_ANYTIME: contextvars.ContextVar[bool] = contextvars.ContextVar("anytime_intervals", default=False)
+
+
+@contextlib.contextmanager
+def anytime_intervals() -> Iterator[None]:
+    """Inside it, effects of bounded values default to the betting confidence sequence (anytime-valid), whatever
+    their kind: what a look of an anytime sequential design measures (`harness.stats.sequential.run_sequential`)."""
+    token = _ANYTIME.set(True)
+    try:
+        yield
+    finally:
+        _ANYTIME.reset(token)
+
+
+def anytime_active() -> bool:
+    return _ANYTIME.get()
 
 
 @dataclass(frozen=True)
@@ -49,6 +74,10 @@ class Effect:
     candidate_mean: float | None = None
     attainable: Interval | None = None
     exact: bool = False
+    bounds: Interval | None = None  # the metric's per-query (min, max), where the interval used it
+    # a relative effect's per-query (candidate, baseline) values, so the verdict can decide on the linear contrast
+    # at the claim's threshold (`relative_contrast`); not part of the record
+    pairs: tuple[tuple[float, ...], tuple[float, ...]] | None = field(default=None, repr=False, compare=False)
 
     @property
     def p_value(self) -> float | None:
@@ -56,10 +85,12 @@ class Effect:
 
     def as_context(self) -> dict[str, Any]:
         d = asdict(self)
+        d.pop("pairs")
         d["ci"] = list(self.ci)
         d["p_value"] = self.p_value
-        if self.attainable is not None:
-            d["attainable"] = list(self.attainable)
+        for k in ("attainable", "bounds"):
+            if d[k] is not None:
+                d[k] = list(d[k])
         return d
 
 
@@ -111,17 +142,25 @@ def paired_effect(candidate: Floats, baseline: Floats, *, relative: bool = False
     Every pair tied (a bounded metric, not `binary`'s Agresti-Min): the ties interval (`ties_interval`; for a
     relative effect divided by the baseline mean), cut to what the metric can reach over the baseline, and the SD
     that interval implies (`interval_sd`), so the MDE and queries needed are not 0.
+    A relative effect's "t" interval is Fieller's (1954) for the ratio of the means, "betting" the ratios whose
+    linear contrast c − ρ·b has a betting interval holding 0, "delta" the delta method's est ± t·sd(ψ)/√n; the
+    verdict decides on the linear contrast at the claim's threshold (`relative_contrast`), which the effect keeps
+    its pairs for. Inside `anytime_intervals()` a bounded metric's default interval is "betting".
     """
     a = np.asarray(candidate, dtype=np.float64)
     b = np.asarray(baseline, dtype=np.float64)
     if a.shape != b.shape or a.ndim != 1:
         raise ValueError(f"paired scores must be 1-D and the same length, got {a.shape} and {b.shape}")
     kind = "relative" if relative else "difference"
+    if interval is None and bounds is not None and anytime_active():
+        interval = "betting"
     # paired 0/1 outcomes: Agresti-Min, which a set of ties (no discordant question) cannot collapse to (0, 0)
     method = interval or ("agresti-min" if binary and not relative else VERDICT_INTERVAL[kind])
+    if method == "betting" and bounds is None:
+        raise ValueError("the betting interval needs the metric's bounds (bounds=None: use t)")
     n = len(a)
     d = a - b
-    if method != "agresti-min" and n and bounds and not np.any(d):
+    if method not in ("agresti-min", "betting") and n and bounds and not np.any(d):
         method = "ties"  # every pair tied: a sample interval would collapse to (0, 0)
     counts = dict(improved=int(np.sum(d > _TIE)), unchanged=int(np.sum(np.abs(d) <= _TIE)),
                   degraded=int(np.sum(d < -_TIE)))
@@ -135,7 +174,7 @@ def paired_effect(candidate: Floats, baseline: Floats, *, relative: bool = False
     mb = float(b.mean()) if n else float("nan")
     ma = float(a.mean()) if n else float("nan")
     common: dict[str, Any] = dict(confidence=confidence, interval_method=method, p_values=p_values, primary_test=primary,
-                  baseline_mean=mb, candidate_mean=ma, **counts)
+                  baseline_mean=mb, candidate_mean=ma, bounds=tuple(bounds) if bounds else None, **counts)
     if not relative:
         est = float(d.mean()) if n else float("nan")
         if method == "agresti-min":  # its sd, so that queries needed and the MDE agree with the interval
@@ -143,6 +182,10 @@ def paired_effect(candidate: Floats, baseline: Floats, *, relative: bool = False
         elif method == "ties":
             assert bounds is not None  # "ties" is chosen only for a bounded metric
             sd, ci = _ties(n, bounds[1] - bounds[0], (bounds[0] - mb, bounds[1] - mb), confidence)
+        elif method == "betting":
+            w = float(bounds[1] - bounds[0])
+            sd = float(d.std(ddof=1)) if n > 1 else float("nan")
+            ci = betting_interval(d, -w, w, confidence=confidence) if n else (float("nan"), float("nan"))
         else:
             sd = float(d.std(ddof=1)) if n > 1 else float("nan")
             ci = _interval(d, method, confidence, n_resamples, seed)
@@ -158,12 +201,81 @@ def paired_effect(candidate: Floats, baseline: Floats, *, relative: bool = False
     psi = (a - (1.0 + est) * b) / mb  # delta-method linearisation of mean(a)/mean(b)
     sd = float(psi.std(ddof=1)) if n > 1 else float("nan")
     att = (bounds[0] / mb - 1.0, bounds[1] / mb - 1.0) if bounds else None
+    pairs = (tuple(a.tolist()), tuple(b.tolist()))
     if method == "ties":  # mean(a) = mean(b): the mean difference's ties interval over the baseline mean
         assert bounds is not None and att is not None  # "ties" is chosen only for a bounded metric
         sd, ci = _ties(n, (bounds[1] - bounds[0]) / mb, att, confidence)
+    elif method == "t":
+        lo, hi = fieller_interval(a, b, confidence=confidence)
+        ci = (float(lo) - 1.0, float(hi) - 1.0)
+    elif method == "betting":
+        ci = _betting_ratio(a, b, bounds, confidence)
     else:
         ci = _relative_interval(a, b, est, psi, method, confidence, n_resamples, seed)
-    return Effect(kind, est, ci, n, sd, attainable=att, **common)
+    return Effect(kind, est, ci, n, sd, attainable=att, pairs=pairs, **common)
+
+
+def relative_contrast(effect: Effect, threshold: float) -> Effect:
+    """The relative effect as its linear contrast at the claim's threshold θ0 (Fieller 1954): L_i = c_i − (1 + θ0)·b_i,
+    whose mean is ≥ 0 exactly when mean(c)/mean(b) − 1 ≥ θ0 (baseline mean > 0). Its interval (the effect's method,
+    at its confidence) is put on the ratio's scale, θ0 + [lo, hi]/mean(b), so that it lies wholly above (below) θ0
+    exactly when the contrast's interval lies above (below) 0; sd is sd(L)/mean(b). An effect without pairs, or whose
+    interval is not t or betting, is returned unchanged."""
+    if effect.kind != "relative" or effect.pairs is None or effect.interval_method not in ("t", "betting"):
+        return effect
+    a, b = (np.asarray(x, dtype=np.float64) for x in effect.pairs)
+    mb = float(b.mean())
+    if not len(a) or not mb > 0:
+        return effect
+    lin = a - (1.0 + threshold) * b
+    if effect.interval_method == "t":
+        lo, hi = t_interval(lin, confidence=effect.confidence)
+    else:
+        lo, hi = betting_interval(lin, *_contrast_range(effect.bounds, threshold), confidence=effect.confidence)
+    sd = float(lin.std(ddof=1)) / mb if len(lin) > 1 else float("nan")
+    return replace(effect, ci=(float(threshold + lo / mb), float(threshold + hi / mb)), sd=sd, interval_method=
+                   f"{effect.interval_method} on the linear contrast c - (1 + {threshold:g})·b")
+
+
+def _contrast_range(bounds: Interval | None, threshold: float) -> Interval:
+    """The range of c − (1 + θ)·b for c, b in `bounds` (θ > −1)."""
+    if bounds is None:
+        raise ValueError("the betting interval needs the metric's bounds")
+    lo, hi = float(bounds[0]), float(bounds[1])
+    r = 1.0 + threshold
+    return (lo - r * hi, hi - r * lo)
+
+
+def _betting_ratio(a: np.ndarray, b: np.ndarray, bounds: Interval | None, confidence: float,
+                   points: int = 65, rounds: int = 5) -> Interval:
+    """The ratios − 1 whose linear contrast's betting interval holds 0 (a test-inverted, Fieller-type interval): the
+    accepted ratios among the estimate and a grid of 257 points over [0, 4·(upper bound)/mean(b)], each end refined
+    on `rounds` finer grids of `points` between its last rejected and first accepted point; an end at the grid's edge
+    is unbounded."""
+    top = 4.0 * float(bounds[1]) / float(b.mean()) if bounds else 4.0
+
+    def accepts(rho: np.ndarray) -> np.ndarray:
+        r = np.asarray(rho, dtype=np.float64)
+        lo_r, hi_r = zip(*(_contrast_range(bounds, x - 1.0) for x in r))
+        lo, hi = betting_bounds(a[None, :] - r[:, None] * b[None, :], np.array(lo_r), np.array(hi_r),
+                                confidence=confidence)
+        return (lo <= 0.0) & (0.0 <= hi)
+
+    def refine(outside: float, inside: float) -> float:
+        for _ in range(rounds):
+            grid = np.linspace(outside, inside, points)
+            k = int(np.argmax(accepts(grid)))  # the last point, `inside`, is accepted
+            outside, inside = float(grid[k - 1]), float(grid[k])
+        return inside
+
+    rho = np.union1d(np.linspace(0.0, top, 4 * (points - 1) + 1), [float(a.mean()) / float(b.mean())])
+    ok = accepts(rho)
+    if not ok.any():
+        return (float("nan"), float("nan"))
+    i, j = int(np.argmax(ok)), int(len(ok) - 1 - np.argmax(ok[::-1]))
+    lo = refine(float(rho[i - 1]), float(rho[i])) if i > 0 else 0.0
+    hi = refine(float(rho[j + 1]), float(rho[j])) if j < len(rho) - 1 else float("inf")
+    return (lo - 1.0, hi - 1.0)
 
 
 def _ties(n: int, scale: float, reach: Interval, confidence: float) -> tuple[float, Interval]:
@@ -189,7 +301,7 @@ def _interval(x: np.ndarray, method: str, confidence: float, n_resamples: int, s
 def _relative_interval(a: np.ndarray, b: np.ndarray, est: float, psi: np.ndarray, method: str, confidence: float,
                        n_resamples: int, seed: int) -> Interval:
     n = len(a)
-    if method == "t":  # delta method: est ± t·sd(psi)/√n, psi centred at 0
+    if method == "delta":  # delta method: est ± t·sd(psi)/√n, psi centred at 0
         lo, hi = t_interval(psi, confidence=confidence)
         return (est + lo, est + hi)
     rng = np.random.default_rng(seed)
@@ -211,15 +323,23 @@ def _relative_interval(a: np.ndarray, b: np.ndarray, est: float, psi: np.ndarray
             jack = ((sa - a) / (n - 1)) / ((sb - b) / (n - 1)) - 1.0
         jack = np.where(np.isfinite(jack), jack, est)
         return bca_from_replicates(est, reps, jack, confidence=confidence)
-    raise ValueError(f"unknown interval method {method!r}; expected t, percentile or bca")
+    raise ValueError(f"unknown interval method {method!r}; expected t, betting, delta, percentile or bca")
 
 
-def proportion_effect(outcomes: Bools, *, confidence: float = 0.95) -> Effect:
-    """A one-sample rate (share of True outcomes) with its Wilson interval; attainable range 0..1."""
+def proportion_effect(outcomes: Bools, *, confidence: float = 0.95, interval: str | None = None) -> Effect:
+    """A one-sample rate (share of True outcomes) with its Wilson interval (inside `anytime_intervals()`: the
+    betting confidence sequence of 0/1 values); attainable range 0..1."""
     x = np.asarray(outcomes, dtype=bool)
     n = len(x)
     k = int(x.sum())
     p = k / n if n else float("nan")
     sd = math.sqrt(p * (1 - p)) if n else float("nan")
-    return Effect("proportion", p, wilson_interval(k, n, confidence=confidence), n, sd, confidence=confidence,
-                  interval_method="wilson", attainable=(0.0, 1.0))
+    method = interval or ("betting" if anytime_active() else VERDICT_INTERVAL["proportion"])
+    if method == "wilson":
+        ci = wilson_interval(k, n, confidence=confidence)
+    elif method == "betting":
+        ci = betting_interval(x.astype(np.float64), 0.0, 1.0, confidence=confidence) if n else (float("nan"),) * 2
+    else:
+        raise ValueError(f"unknown interval method {method!r} for a rate; expected wilson or betting")
+    return Effect("proportion", p, ci, n, sd, confidence=confidence, interval_method=method, attainable=(0.0, 1.0),
+                  bounds=(0.0, 1.0))

@@ -26,6 +26,14 @@ estimate measured on such a run cannot pass (both read inconclusive). One whose 
 a designed fallback) on more than that share reads **error**, a fourth verdict that fails the test: what was
 measured is the failure, so neither supported, refuted nor inconclusive applies. A claim whose catalogue row
 asks at least `min_n` items cannot pass or be supported on fewer (`below_min_n`: inconclusive, `min_n` needed).
+
+A relative claim (mean(c)/mean(b) − 1 vs θ0) whose effect kept its pairs is decided on the linear contrast
+c − (1 + θ0)·b against 0 (Fieller 1954; `harness.stats._effect.relative_contrast`), not on the ratio's delta-method
+interval, whose two sides err unequally. The error gate at an interim look of a sequential claim needs more than a
+rate above `MAX_FALLBACK_RATE`: the one-sided Clopper–Pearson lower bound (`ERROR_GATE_CONFIDENCE`) must exceed it, so
+that looking several times does not add false "error" verdicts. The queries needed for an undecided claim are those a
+new fixed-n study needs for 80% power at the observed distance from the threshold, with the SD at its one-sided 80%
+upper confidence limit (`queries_needed`).
 """
 from __future__ import annotations
 
@@ -35,8 +43,8 @@ from typing import Any, Literal
 
 from scipy import stats as _st
 
-from harness.stats._effect import Effect
-from harness.stats.intervals import ties_share
+from harness.stats._effect import Effect, relative_contrast
+from harness.stats.intervals import clopper_pearson_lower, ties_share
 
 # a verdict: three-valued for comparative claims (plus `error`), pass / fail for a point estimate
 VerdictName = Literal["supported", "refuted", "inconclusive", "error", "pass", "fail"]
@@ -51,6 +59,8 @@ TESTS: tuple[TestName, ...] = ("t", "permutation", "wilcoxon", "mcnemar")
 DIRECTIONAL: tuple[DirectionalComparator, ...] = (">=", ">", "<=", "<")
 _CAP = 10**9
 MAX_FALLBACK_RATE = 0.10
+ERROR_GATE_CONFIDENCE = 0.975  # one-sided: an interim look says "error" only when the failure rate surely exceeds 10%
+POWER = 0.8  # the power `queries_needed` plans for
 
 
 @dataclass(frozen=True)
@@ -94,22 +104,28 @@ def _satisfies(x: float, comparator: Comparator, threshold: float) -> bool:
     return {">=": x >= threshold, ">": x > threshold, "<=": x <= threshold, "<": x < threshold}[comparator]
 
 
-def queries_needed(sd: float, margin: float, *, confidence: float = 0.95) -> float | None:
-    """Smallest n at which a Student-t interval's half-width t_{(1+c)/2, n-1}·sd/√n falls below `margin`
-    (|estimate − threshold|). None when sd is unknown; inf when the margin is 0 (never decidable)."""
+def queries_needed(sd: float, margin: float, *, confidence: float = 0.95, power: float = POWER,
+                   n: int | None = None) -> float | None:
+    """Queries a new fixed-n study needs for `power` (80%) to decide a claim whose true distance from the threshold is
+    `margin`: the smallest n with `minimum_detectable_effect(sd, n)` ≤ margin, i.e.
+    (t_{(1+c)/2, n−1} + t_{power, n−1})·sd/√n ≤ margin. Given the `n` the SD was estimated on, the SD is first raised
+    to its one-sided 80% upper confidence limit sd·√((n − 1)/χ²_{0.2, n−1}), so the count errs high rather than low.
+    None when sd is unknown; inf when the margin is 0 (never decidable)."""
     if sd is None or not math.isfinite(sd) or not math.isfinite(margin):
         return None
     if margin <= 0:
         return float("inf")
+    if n is not None and n > 1:
+        sd = sd * math.sqrt((n - 1) / _st.chi2.ppf(1 - POWER, n - 1))
     if sd == 0:
         return 2.0
-    q = 0.5 + confidence / 2
-    n = max(2, math.ceil((_st.norm.ppf(q) * sd / margin) ** 2))
-    if n > _CAP:
+    z = _st.norm.ppf(0.5 + confidence / 2) + _st.norm.ppf(power)
+    m = max(2, math.ceil((z * sd / margin) ** 2))
+    if m > _CAP:
         return float("inf")
-    while _st.t.ppf(q, n - 1) * sd / math.sqrt(n) >= margin:
-        n += 1
-    return float(n)
+    while minimum_detectable_effect(sd, m, confidence=confidence, power=power) > margin:
+        m += 1
+    return float(m)
 
 
 def minimum_detectable_effect(sd: float, n: int, *, confidence: float = 0.95, power: float = 0.8) -> float:
@@ -122,21 +138,35 @@ def minimum_detectable_effect(sd: float, n: int, *, confidence: float = 0.95, po
 
 def decide(effect: Effect, comparator: Comparator, threshold: float, decision: Decision, *,
            p_value: float | None = None, fallback_rate: float | None = None,
-           error_rate: float | None = None) -> Verdict:
+           error_rate: float | None = None, interim: bool = False) -> Verdict:
     """The verdict of `effect comparator threshold` under `decision` (`p_value`: the Holm-adjusted p where
     the caller has it; else the effect's own p of the decision's test). `fallback_rate`: the share of queries
     on which either arm fell back or failed; above `MAX_FALLBACK_RATE` a supported verdict is withheld.
-    `error_rate`: the share on which an arm's LLM call failed; above `MAX_FALLBACK_RATE` the verdict is error."""
-    if error_rate is not None and math.isfinite(error_rate) and error_rate > MAX_FALLBACK_RATE:
-        return Verdict("error", f"the arms' model calls failed on {error_rate:.0%} of queries (> "
-                                f"{MAX_FALLBACK_RATE:.0%}): the failures were measured, not the technique "
-                                "(see the run's errors: the model, its key or its server)")
-    v = _decide(effect, comparator, threshold, decision, p_value)
+    `error_rate`: the share on which an arm's LLM call failed; above `MAX_FALLBACK_RATE` the verdict is error, except
+    at an `interim` look of a sequential claim, where the rate's one-sided Clopper–Pearson lower bound
+    (`ERROR_GATE_CONFIDENCE`) must exceed it (else the claim draws its next look)."""
+    if _error_gate(error_rate, effect.n, interim):
+        how = (f"its one-sided {ERROR_GATE_CONFIDENCE:.1%} Clopper-Pearson lower bound exceeds "
+               f"{MAX_FALLBACK_RATE:.0%} at an interim look" if interim else f"> {MAX_FALLBACK_RATE:.0%}")
+        return Verdict("error", f"the arms' model calls failed on {error_rate:.0%} of queries ({how}): the failures "
+                                "were measured, not the technique (see the run's errors: the model, its key or its "
+                                "server)")
+    v = _decide(relative_contrast(effect, threshold), comparator, threshold, decision, p_value)
     if v.verdict == "supported" and fallback_rate is not None and fallback_rate > MAX_FALLBACK_RATE:
         return Verdict("inconclusive", f"{v.reason}, but the arms fell back or failed on {fallback_rate:.0%} of "
                                        f"queries (> {MAX_FALLBACK_RATE:.0%}): the fallback was measured",
                        queries_needed=None, mde=v.mde)
     return v
+
+
+def _error_gate(error_rate: float | None, n: int, interim: bool) -> bool:
+    """Whether the failures decide the claim: a rate above `MAX_FALLBACK_RATE` at the last (or only) look; at an
+    interim look, a one-sided Clopper–Pearson lower bound above it."""
+    if error_rate is None or not math.isfinite(error_rate) or error_rate <= MAX_FALLBACK_RATE:
+        return False
+    if not interim:
+        return True
+    return n > 0 and clopper_pearson_lower(round(error_rate * n), n, confidence=ERROR_GATE_CONFIDENCE) > MAX_FALLBACK_RATE
 
 
 def decide_estimate(holds: bool, *, fallback_rate: float | None = None) -> Verdict:
@@ -172,11 +202,13 @@ def _decide(effect: Effect, comparator: Comparator, threshold: float, decision: 
         raise ValueError(f"comparator {comparator!r} cannot be decided by a CI or test; use one of {DIRECTIONAL}")
     est, (lo, hi) = effect.estimate, effect.ci
     margin = abs(est - threshold) if math.isfinite(est) else float("nan")
-    needed = queries_needed(effect.sd, margin, confidence=decision.confidence)
+    needed = queries_needed(effect.sd, margin, confidence=decision.confidence, n=effect.n)
     mde = minimum_detectable_effect(effect.sd, effect.n, confidence=decision.confidence)
     conf = effect.confidence  # the interval's own level (a sequential look's repeated interval is wider)
 
-    tied = (f"all {effect.n} pairs tied, so the interval is the ties interval (queries like these could differ on "
+    contrast = (f"decided on the linear contrast c - (1 + {threshold:g})·b against 0 (Fieller), its interval over the "
+                "baseline mean shown on the ratio's scale; " if "linear contrast" in effect.interval_method else "")
+    tied = contrast + (f"all {effect.n} pairs tied, so the interval is the ties interval (queries like these could differ on "
             f"at most {ties_share(effect.n, confidence=conf):.1%} of them, each by at most the metric's range); "
             if effect.interval_method == "ties" and effect.n else "")
 

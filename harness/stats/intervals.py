@@ -9,7 +9,10 @@ Three methods, chosen for verdicts by the calibration on real topics (`harness.s
   acceleration from the jackknife;
 - `wilson_interval`: the Wilson score interval of a binomial proportion (Wilson 1927), for one-sample rates;
 - `agresti_min_interval`: the difference of two paired proportions (accuracy of two systems on the same
-  questions), Agresti & Min (2005): Wald on the table with 1/2 added to each cell.
+  questions), Agresti & Min (2005): Wald on the table with 1/2 added to each cell;
+- `fieller_interval`: the ratio of two paired means, Fieller (1954): the ratios ρ whose linear contrast
+  mean(c − ρ·b) a Student-t interval does not separate from 0;
+- `clopper_pearson_lower`: the exact one-sided lower confidence bound of a binomial proportion.
 
 All return (low, high); degenerate inputs give an honest answer: n = 0 → (nan, nan), n = 1 → (-inf, inf)
 for the t interval (no spread can be estimated), all-equal values → (mean, mean).
@@ -153,6 +156,39 @@ def _agresti_min(candidate: Floats, baseline: Floats) -> tuple[float, float, int
     improved, degraded = float(np.sum((a > 0.5) & (b <= 0.5))), float(np.sum((a <= 0.5) & (b > 0.5)))
     pi, pd = (improved + 0.5) / (n + 2), (degraded + 0.5) / (n + 2)
     return pi - pd, float(np.sqrt(pi + pd - (pi - pd) ** 2)), n
+
+
+def fieller_interval(candidate: Sequence[float], baseline: Sequence[float], *,
+                     confidence: float = 0.95) -> Interval:
+    """Fieller's (1954) interval of mean(candidate)/mean(baseline) for paired values: the ρ with
+    (m_c − ρ·m_b)² ≤ q²·(v_cc − 2ρ·v_cb + ρ²·v_bb), q = t_{(1+c)/2, n−1}, v the sample (co)variances over n; the
+    quadratic's roots when m_b² > q²·v_bb (the baseline mean is distinguishable from 0), else (−inf, inf)."""
+    a, b = _values(candidate), _values(baseline)
+    if a.shape != b.shape:
+        raise ValueError(f"paired values must have the same length, got {a.shape} and {b.shape}")
+    n = len(a)
+    if n == 0:
+        return (float("nan"), float("nan"))
+    if n == 1:
+        return (float("-inf"), float("inf"))
+    q2 = float(_st.t.ppf(0.5 + confidence / 2, n - 1)) ** 2
+    ma, mb = float(a.mean()), float(b.mean())
+    cov = np.cov(np.vstack([a, b]), ddof=1) / n
+    qa, qb, qc = mb * mb - q2 * cov[1, 1], ma * mb - q2 * cov[0, 1], ma * ma - q2 * cov[0, 0]
+    if qa <= 0:
+        return (float("-inf"), float("inf"))
+    root = float(np.sqrt(max(qb * qb - qa * qc, 0.0)))
+    return ((qb - root) / qa, (qb + root) / qa)
+
+
+def clopper_pearson_lower(successes: int, n: int, *, confidence: float = 0.95) -> float:
+    """The exact (Clopper & Pearson 1934) one-sided lower bound of a proportion: the p with P(X ≥ k | n, p) = 1 − c,
+    i.e. the (1 − c) quantile of Beta(k, n − k + 1); 0 for k = 0."""
+    if n <= 0:
+        return float("nan")
+    if successes <= 0:
+        return 0.0
+    return float(_st.beta.ppf(1 - confidence, successes, n - successes + 1))
 
 
 METHODS = {"t": t_interval, "percentile": percentile_interval, "bca": bca_interval}

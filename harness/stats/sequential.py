@@ -17,6 +17,12 @@ interval method at confidence 2Φ(c_k) − 1.
 What it costs: with O'Brien–Fleming spending and looks at 10, 20, 30 queries the boundaries are 3.71, 2.51,
 1.99 (fixed-n: 1.96), so the last look's interval is 1.7% wider than a fixed-30 interval, and the first looks
 decide only large effects.
+
+The RCI guarantee rests on each look's interval holding its nominal level, which a Student-t interval does not on the
+skewed, tie-heavy per-query differences of retrieval metrics (docs/statistics.md). A design with
+`boundary="anytime"` instead builds every look's interval at 1 − α as a confidence sequence (the betting interval of
+bounded values, `harness.stats.betting`), valid at every look simultaneously by construction: `run_sequential`
+measures each look inside `anytime_intervals()` and refuses an effect whose interval is not anytime-valid.
 """
 from __future__ import annotations
 
@@ -38,6 +44,7 @@ Grid = tuple[np.ndarray, np.ndarray, np.ndarray]
 
 GRID_R = 18  # gsDesign's default grid size (Jennison & Turnbull's r)
 SPENDING = ("obf", "pocock")
+BOUNDARIES = ("rci", "anytime")
 
 
 def spent(spending: str, alpha: float, t: float) -> float:
@@ -133,9 +140,12 @@ class SequentialDesign:
     looks: tuple[int, ...]
     alpha: float = 0.05
     spending: str = "obf"
+    boundary: str = "rci"  # "anytime": every look's interval is a confidence sequence at 1 − alpha
     bounds: tuple[float, ...] = field(init=False)
 
     def __post_init__(self) -> None:
+        if self.boundary not in BOUNDARIES:
+            raise ValueError(f"unknown boundary {self.boundary!r}; expected one of {BOUNDARIES}")
         looks = tuple(int(n) for n in self.looks)
         if not looks or any(b <= a for a, b in zip(looks, looks[1:])) or looks[0] < 2:
             raise ValueError(f"looks must be increasing query counts of at least 2, got {list(self.looks)}")
@@ -146,7 +156,7 @@ class SequentialDesign:
 
     @classmethod
     def plan(cls, n_max: int, *, look_every: int = 10, max_looks: int = 5, alpha: float = 0.05,
-             spending: str = "obf") -> SequentialDesign:
+             spending: str = "obf", boundary: str = "rci") -> SequentialDesign:
         """Looks every `look_every` queries up to `n_max`, at most `max_looks` of them (equally spaced then);
         a remainder smaller than half a step joins the last look."""
         if n_max < 2:
@@ -156,7 +166,7 @@ class SequentialDesign:
             else sorted({min(n_max, look_every * (i + 1)) for i in range(k)} | {n_max})
         if len(looks) > 1 and looks[-1] - looks[-2] < look_every / 2:
             looks.pop(-2)
-        return cls(tuple(looks), alpha=alpha, spending=spending)
+        return cls(tuple(looks), alpha=alpha, spending=spending, boundary=boundary)
 
     @classmethod
     def for_claim(cls, settings: SequentialSettings, n_max: int) -> SequentialDesign:
@@ -165,10 +175,13 @@ class SequentialDesign:
         if not settings.enabled:
             return cls((n_max,), alpha=settings.alpha, spending=settings.spending)
         return cls.plan(n_max, look_every=settings.look_every, max_looks=settings.max_looks, alpha=settings.alpha,
-                        spending=settings.spending)
+                        spending=settings.spending, boundary=settings.boundary)
 
     def confidence_at(self, k: int) -> float:
-        """Nominal confidence of look k's interval (0-based); 0.0 at a look that spends nothing."""
+        """Nominal confidence of look k's interval (0-based); 0.0 at a look that spends nothing; 1 − alpha at every
+        look of an anytime design."""
+        if self.boundary == "anytime":
+            return 1.0 - self.alpha
         c = self.bounds[k]
         return float(1 - 2 * _st.norm.sf(c)) if math.isfinite(c) else 1.0
 
@@ -178,12 +191,15 @@ class SequentialDesign:
         return [self.confidence_at(k) for k in range(len(self.looks))]
 
     def describe(self) -> str:
+        if self.boundary == "anytime":
+            return (f"sequential, anytime-valid: a {1 - self.alpha:.0%} confidence sequence (betting, Waudby-Smith & "
+                    f"Ramdas 2024) at every look, looks at {list(self.looks)} queries")
         name = {"obf": "O'Brien-Fleming", "pocock": "Pocock"}[self.spending]
         return (f"group-sequential, {name} alpha spending (Lan-DeMets), looks at {list(self.looks)} queries, "
                 f"z boundaries {[round(c, 3) for c in self.bounds]}")
 
     def as_context(self) -> dict[str, Any]:
-        return {"looks": list(self.looks), "alpha": self.alpha, "spending": self.spending,
+        return {"looks": list(self.looks), "alpha": self.alpha, "spending": self.spending, "boundary": self.boundary,
                 "bounds": [round(c, 4) for c in self.bounds],
                 "confidence": [round(c, 6) for c in self.confidences]}
 
@@ -230,17 +246,29 @@ DECIDED: tuple[VerdictName, ...] = ("supported", "refuted", "error")
 
 
 def run_sequential(design: SequentialDesign, effect_at: Callable[[int, float], Effect],
-                   verdict_of: Callable[[Effect], Verdict], *, available: int | None = None) -> SequentialOutcome:
+                   verdict_of: Callable[[Effect, bool], Verdict], *, available: int | None = None) -> SequentialOutcome:
     """Look at n_1, n_2, … queries: `effect_at(n, confidence)` measures the effect on the first n queries with
-    its interval at that confidence, `verdict_of(effect)` decides it; stop at the first supported, refuted or
-    error verdict (a verdict object with a `.verdict` string), else after the last look."""
+    its interval at that confidence, `verdict_of(effect, final)` decides it (`final`: the last look); stop at the
+    first supported, refuted or error verdict (a verdict object with a `.verdict` string), else after the last look.
+    An anytime design measures each look inside `anytime_intervals()` and refuses an effect whose interval is not
+    anytime-valid (its repeated 95% intervals would not hold their level)."""
+    from harness.stats._effect import ANYTIME_METHODS, anytime_intervals
+
     looks: list[Look] = []
     effect: Effect | None = None
     verdict: Verdict | None = None
     for k, n in enumerate(design.looks):
         conf = design.confidence_at(k)
-        effect = effect_at(n, conf)
-        verdict = verdict_of(effect)
+        if design.boundary == "anytime":
+            with anytime_intervals():
+                effect = effect_at(n, conf)
+            if effect.interval_method not in ANYTIME_METHODS:
+                raise ValueError(f"an anytime sequential design needs an anytime-valid interval ({ANYTIME_METHODS}); "
+                                 f"the look at {n} measured a {effect.interval_method!r} interval (a metric without "
+                                 "bounds? use harness.sequential.boundary: rci)")
+        else:
+            effect = effect_at(n, conf)
+        verdict = verdict_of(effect, k == len(design.looks) - 1)
         looks.append(Look(n, conf, float(effect.estimate), (float(effect.ci[0]), float(effect.ci[1])), verdict.verdict))
         if verdict.verdict in DECIDED:
             break
@@ -262,7 +290,8 @@ def replay(candidate: Sequence[float], baseline: Sequence[float], design: Sequen
         return paired_effect(c[:n], b[:n], relative=relative, binary=binary, bounds=bounds, seed=1,
                              confidence=confidence)
 
-    return run_sequential(design, effect_at, lambda e: decide(e, comparator, threshold, decision), available=len(c))
+    return run_sequential(design, effect_at, lambda e, final: decide(e, comparator, threshold, decision,
+                                                                     interim=not final), available=len(c))
 
 
 def against_fixed_n(candidate: Sequence[float], baseline: Sequence[float], design: SequentialDesign, comparator: Comparator,

@@ -48,3 +48,32 @@ def _single_look(mp: Any) -> None:
         return cls((plan(cls, n_max, **kw).looks[-1],), alpha=kw.get("alpha", 0.05), spending=kw.get("spending", "obf"))
 
     mp.setattr(SequentialDesign, "plan", classmethod(one_look))
+
+
+@control("relative-delta-method",
+         breaks="a sequential relative claim decides on the delta method's interval around the ratio (at 95% at every "
+                "look) instead of the linear contrast's confidence sequence")
+def _relative_delta(mp: Any) -> None:
+    from harness.stats import _sides_rules as rules
+
+    mp.setitem(rules.AFTER, "relative", rules.before_relative)
+
+
+@control("sequential-naive-interval",
+         breaks="a sequential claim reads the fixed-n interval (Student-t, Agresti-Min, Wilson) at 95% at every look "
+                "instead of the confidence sequence")
+def _naive_interval(mp: Any) -> None:
+    from harness.stats import _sides_rules as rules
+
+    for kind in ("difference", "binary", "proportion"):
+        mp.setitem(rules.AFTER, kind, rules.BEFORE[kind])
+
+
+@control("error-gate-every-look",
+         breaks="the error gate says 'error' at any look where the failure rate exceeds 10% (no Clopper-Pearson bound "
+                "at interim looks)")
+def _gate_every_look(mp: Any) -> None:
+    from harness.stats import calibration_sides as sides
+
+    orig = sides.error_gate_rate
+    mp.setattr(sides, "error_gate_rate", lambda *a, **k: orig(*a, **{**k, "every_look": True}))

@@ -1,0 +1,200 @@
+"""Per-side calibration of sequential verdicts (issue 36): the truth set exactly at each claim kind's threshold on real
+per-query scores, false "supported" and false "refuted" counted separately per look and overall, the coverage of the
+interval a claim stops with, and the truth 0.5, 1 and 2 MDEs either side for power; before (main's intervals on the
+repeated-interval design) and after (the betting confidence sequence on the anytime design), with the candidates the
+choice was made among. `harness.stats.calibration_sides` runs the vectorised copies of the production path
+(`tests/test_calibration_sides_equal.py` proves them equal). `pytest -m benchmark benchmarks/test_side_calibration.py`.
+
+Populations: the harness's own dense, BM25 and hybrid runs on Cranfield (225 topics) and on a seeded sample of 3,000
+halueval-qa questions (one gold passage each), and the recorded per-query scores of the protocol's own claims
+(SmolLM2, 30 queries each: `fixtures/sequential/smollm2-fixed30.json`).
+"""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from harness import provenance
+from harness.stats import calibration_sides as sides
+
+pytestmark = pytest.mark.benchmark
+SEED = 36
+DESIGNS = {30: (10, 20, 30), 225: (45, 90, 135, 180, 225)}
+SIMS = 4000  # per population and design with the truth at the threshold: MC SE 0.0025 at a 0.025 rate
+POWER_SIMS = 1000
+SHIFTS = (-2.0, -1.0, -0.5, 0.5, 1.0, 2.0)  # the truth in MDEs from the threshold
+LIMIT = sides.NOMINAL_SIDE + 2 * sides.side_se(SIMS)  # 0.0299
+RECORDED = Path(__file__).resolve().parents[1] / "fixtures" / "sequential" / "smollm2-fixed30.json"
+KIND_OF_SPEC = {"DIFFERENCE": "difference", "RELATIVE": "relative", "BINARY": "binary", "RATE": "proportion"}
+
+
+def _runs(ds, embedder, config, sample: int | None) -> dict[str, np.ndarray]:
+    """Per-query nDCG@10 and Recall@10 of the dense, BM25 and hybrid runs (a seeded sample of the judged queries)."""
+    from harness.metrics import evaluate
+    from harness.retrieval import Retriever
+    from harness.techniques.backends import persistent_index
+
+    store = persistent_index(ds, embedder, config)
+    queries = sorted(ds.judged_queries().values(), key=lambda q: q.id)
+    if sample and sample < len(queries):
+        keep = np.random.default_rng(SEED).choice(len(queries), sample, replace=False)
+        queries = [queries[i] for i in sorted(keep)]
+    out = {}
+    for mode in ("dense", "bm25", "hybrid"):
+        hits = Retriever(store, embedder, mode).retrieve_many([q.text for q in queries], 10)
+        run = {q.id: {h.id: h.score for h in hs} for q, hs in zip(queries, hits)}
+        scores = evaluate({q.id: ds.qrels[q.id] for q in queries}, run, ["nDCG@10", "Recall@10"])
+        out.update({f"{mode}:{m}": np.asarray(v, dtype=float) for m, v in scores.items()})
+    return out
+
+
+@pytest.fixture(scope="module")
+def populations(rag_beir_dataset, rag_embedder, rag_config) -> list[tuple[sides.Population, str, float]]:
+    """(population, comparator, threshold) of every claim kind on every real population."""
+    cr = _runs(rag_beir_dataset("cranfield"), rag_embedder, rag_config, None)
+    hq = _runs(rag_beir_dataset("halueval-qa"), rag_embedder, rag_config, 3000)
+    provenance.note_seed("calibration-sides", SEED)
+    P = sides.Population
+    out: list[tuple[sides.Population, str, float]] = []
+    for name, s in (("cranfield", cr), ("halueval-qa", hq)):
+        for arm in ("hybrid", "bm25"):
+            out.append((P(f"{name} nDCG@10 {arm} - dense", "difference", s[f"{arm}:nDCG@10"], s["dense:nDCG@10"]),
+                        ">", 0.0))
+            out.append((P(f"{name} Recall@10 {arm} / dense", "relative", s[f"{arm}:Recall@10"],
+                          s["dense:Recall@10"]), ">=", 0.05))
+    for arm in ("hybrid", "bm25"):  # paired 0/1 outcomes: the gold passage in the top 10; Recall@10 >= 0.5
+        out.append((P(f"halueval-qa Hit@10 {arm} - dense", "binary", hq[f"{arm}:Recall@10"], hq["dense:Recall@10"]),
+                    ">=", 0.05))
+        out.append((P(f"cranfield Recall@10>=0.5 {arm} - dense", "binary", (cr[f"{arm}:Recall@10"] >= 0.5) * 1.0,
+                      (cr["dense:Recall@10"] >= 0.5) * 1.0), ">=", 0.05))
+    out.append((P("halueval-qa dense Hit@10 (rate)", "proportion", hq["dense:Recall@10"]), ">=", 0.95))
+    out.append((P("cranfield hybrid Recall@10>=0.5 (rate, at chance)", "proportion",
+                  (cr["hybrid:Recall@10"] >= 0.5) * 1.0), ">=", 0.5))
+    for c in json.loads(RECORDED.read_text())["claims"]:  # the protocol's own claims, SmolLM2, 30 queries
+        kind = "relative" if c["relative"] else "binary" if c["binary"] else "difference"
+        out.append((P(f"{c['spec_id']} {c['dataset']} (SmolLM2)", kind, np.array(c["candidate"], float),
+                      np.array(c["baseline"], float)), c["comparator"], c["threshold"]))
+    return out
+
+
+def _reachable(pop: sides.Population, truth: float) -> bool:
+    try:
+        sides.truth_weights(pop, truth)
+        return True
+    except ValueError:
+        return False
+
+
+class Studies:
+    """The studies of each claim kind, run on first use (a run under a control computes only the kinds its specs
+    read, and skips the power figures, which no verdict reads): `rows(kind, n_max)` is
+    [(population, shape, {rule: SideResult}, {rule: {shift: P(right verdict)}}, MDE)]; `unreachable` names the
+    populations whose values cannot reach their threshold (every query on one side of it)."""
+
+    def __init__(self, populations: list[tuple[sides.Population, str, float]]) -> None:
+        self.populations = populations
+        self.unreachable: dict[str, list[str]] = {}
+        self._rows: dict[tuple[str, int], list] = {}
+
+    def rows(self, kind: str, n_max: int) -> list:
+        if (kind, n_max) not in self._rows:
+            self._run(kind)
+        return self._rows[(kind, n_max)]
+
+    def _run(self, kind: str) -> None:
+        from harness.control_env import active_control
+
+        for n_max in DESIGNS:
+            self._rows[(kind, n_max)] = []
+        for i, (pop, comparator, threshold) in enumerate(self.populations):
+            if pop.kind != kind:
+                continue
+            if not _reachable(pop, threshold):
+                self.unreachable.setdefault(kind, []).append(pop.name)
+                continue
+            shape = sides.shape(pop, threshold)
+            for n_max, looks in DESIGNS.items():
+                res = {rule: sides.side_study(pop, looks, threshold, rule=rule, comparator=comparator, sims=SIMS,
+                                              seed=SEED + i)
+                       for rule in ("before", "after", "t", "hall") if _has_rule(rule, kind)}
+                if n_max == 30:  # the candidate of a later first look: t at looks 20 and 30
+                    res["t-first-look-20"] = sides.side_study(pop, (20, 30), threshold, rule="t", comparator=comparator,
+                                                              sims=SIMS, seed=SEED + i)
+                step = sides.mde(pop, threshold, n_max)
+                power: dict[str, dict[float, float]] = {}
+                for rule in () if active_control() else ("before", "after"):
+                    power[rule] = {}
+                    for k in SHIFTS:
+                        if _reachable(pop, threshold + k * step):
+                            r = sides.side_study(pop, looks, threshold, rule=rule, comparator=comparator,
+                                                 truth=threshold + k * step, sims=POWER_SIMS, seed=SEED + 100 + i)
+                            power[rule][k] = r.false_supported if k > 0 else r.false_refuted
+                self._rows[(kind, n_max)].append((pop, shape, res, power, step))
+
+
+def _has_rule(rule: str, kind: str) -> bool:
+    try:
+        sides.rule_of(rule, kind)
+        return True
+    except KeyError:
+        return False
+
+
+@pytest.fixture(scope="module")
+def studies(populations) -> Studies:
+    return Studies(populations)
+
+
+def _ctx(**kw):
+    return {"kind": "calibration", "sims": SIMS, "seed": SEED, "mc_se": sides.side_se(SIMS), **kw}
+
+
+SIDE_IDS = [f"CALIB-SIDES-{k}-N{n}" for k in KIND_OF_SPEC for n in DESIGNS]
+
+
+@pytest.mark.spec(*SIDE_IDS)
+def test_each_side_held_at_the_threshold(rag_spec, studies, rag_check, rag_measure):
+    kind, n_max = KIND_OF_SPEC[rag_spec.id.split("-")[2]], int(rag_spec.id.rsplit("-N", 1)[1])
+    rows = studies.rows(kind, n_max)
+    for pop, shape, res, power, step in rows:
+        for rule, r in res.items():
+            rag_measure(f"sides:{kind}:n={n_max}:{pop.name}:{rule}", max(r.false_supported, r.false_refuted),
+                        **_ctx(**r.as_context(), **shape, used_for_verdicts=rule == "after"))
+        for rule, by_shift in power.items():
+            for k, p in by_shift.items():
+                rag_measure(f"sides-power:{kind}:n={n_max}:{pop.name}:{rule}:{k:+g} MDE", p,
+                            **_ctx(sims=POWER_SIMS, mde=step, truth_in_mdes=k, right_verdict=
+                                   "supported" if k > 0 else "refuted"))
+    worst = max(max(res["after"].false_supported, res["after"].false_refuted) for _, _, res, _, _ in rows)
+    rag_check(rag_spec.id, worst, **_ctx(n=len(rows) * SIMS, looks=list(DESIGNS[n_max]), limit=LIMIT,
+                                         unreachable=studies.unreachable.get(kind, []),
+                                         per_population={p.name: [res["after"].false_supported,
+                                                                  res["after"].false_refuted]
+                                                         for p, _, res, _, _ in rows},
+                                         before={p.name: [res["before"].false_supported, res["before"].false_refuted]
+                                                 for p, _, res, _, _ in rows}))
+
+
+@pytest.mark.spec("CALIB-SIDES-COVERAGE-N30", "CALIB-SIDES-COVERAGE-N225")
+def test_the_stopping_interval_covers_the_truth(rag_spec, studies, rag_check):
+    n_max = int(rag_spec.id.rsplit("-N", 1)[1])
+    rows = [(kind, r) for kind in sides.KINDS for r in studies.rows(kind, n_max)]
+    cov = {f"{kind}:{pop.name}": res["after"].coverage for kind, (pop, _, res, _, _) in rows}
+    before = {f"{kind}:{pop.name}": res["before"].coverage for kind, (pop, _, res, _, _) in rows}
+    rag_check(rag_spec.id, min(cov.values()), **_ctx(n=len(cov) * SIMS, per_population=cov, before=before))
+
+
+@pytest.mark.spec("CALIB-ERROR-GATE-N30")
+def test_the_error_gate_does_not_peek(rag_check, rag_measure):
+    looks, sims = DESIGNS[30], 20000
+    rate = sides.error_gate_rate(0.05, looks, sims=sims, seed=SEED)
+    fixed = sides.fixed_n_error_rate(0.05, 30)
+    for n_max, lk in DESIGNS.items():
+        rag_measure(f"error-gate:n={n_max}", sides.error_gate_rate(0.05, lk, sims=sims, seed=SEED),
+                    **_ctx(sims=sims, failure_rate=0.05, fixed_n_rate=sides.fixed_n_error_rate(0.05, n_max),
+                           every_look_rate=sides.error_gate_rate(0.05, lk, every_look=True, sims=sims, seed=SEED)))
+    rag_check("CALIB-ERROR-GATE-N30", rate, **_ctx(n=sims, sims=sims, looks=list(looks), failure_rate=0.05,
+                                                   fixed_n_rate=fixed, mc_se=float(np.sqrt(fixed * (1 - fixed) / sims))))
