@@ -278,6 +278,10 @@ class SequentialSettings(_Strict):
                                                                           "(obf) or Pocock type.")
     alpha: float = Field(default=0.05, gt=0, lt=1, description="Two-sided alpha: the repeated intervals cover the "
                                                                "effect jointly with probability 1 - alpha.")
+    futility: float = Field(
+        default=0.10, ge=0, lt=1, description="Non-binding futility: at a look before the last, an undecided claim "
+                                             "stops when the predictive probability (flat prior) of a decision by its "
+                                             "last look is under this; 0 never stops for futility.")
     boundary: Literal["anytime", "rci"] = Field(
         default="anytime", description="anytime: every look's interval is a betting confidence sequence at 1 - alpha, "
                                        "each side held at alpha/2 on the skewed, tied per-query differences the "

@@ -70,3 +70,48 @@ def test_later_looks_must_come_later():
         decision_probability(0.0, (-1.0, 1.0), 10, 0.95, [(10, 0.95)], 0.0)
     with pytest.raises(ValueError):
         decision_probability(0.0, (-1.0, 1.0), 10, 0.95, [(30, 0.95), (20, 0.95)], 0.0)
+
+
+def _run(c, b, futility, boundary="anytime", threshold=0.0):
+    from harness.stats import paired_effect
+    from harness.stats._verdict import Decision, decide
+    from harness.stats.sequential import SequentialDesign, run_sequential
+
+    design = SequentialDesign((10, 20, 30), boundary=boundary)
+
+    def effect_at(n, conf):
+        return paired_effect(c[:n], b[:n], bounds=(0.0, 1.0), seed=1, confidence=conf)
+
+    return run_sequential(design, effect_at, lambda e, final: decide(e, ">=", threshold, Decision("ci"), interim=not final),
+                          futility_threshold=threshold if futility else None)
+
+
+def test_a_claim_its_last_look_cannot_decide_stops_futile_and_reads_inconclusive():
+    rng = np.random.default_rng(0)
+    b = rng.uniform(0.3, 0.7, 30)
+    c = b + rng.normal(0.0, 0.01, 30)  # a technique that changes almost nothing: the interval sits on the threshold
+    with_f, without = _run(c, b, True), _run(c, b, False)
+    assert without.verdict.verdict == "inconclusive" and without.stopped_at == 3
+    assert with_f.futile and with_f.stopped_at < 3 and with_f.verdict.verdict == "inconclusive"
+    assert with_f.futile_probability < 0.10
+    ctx = with_f.as_context()
+    assert ctx["stopped"] == f"futile at look {with_f.stopped_at}" and ctx["queries_used"] < 30
+
+
+@pytest.mark.parametrize("boundary", ["anytime", "rci"])
+def test_futility_is_non_binding_path_by_path(boundary):
+    """On 150 seeded paths with effects from none to large: a verdict with futility is the one without it, or an
+    earlier inconclusive; never a decision the path without futility did not reach."""
+    rng = np.random.default_rng(1)
+    futile = 0
+    for i in range(150):
+        b = rng.uniform(0.2, 0.8, 30)
+        c = np.clip(b + rng.normal(rng.choice([0.0, 0.02, 0.05, 0.1, -0.05]), 0.08, 30), 0, 1)
+        f, nf = _run(c, b, True, boundary), _run(c, b, False, boundary)
+        if f.futile:
+            futile += 1
+            assert f.verdict.verdict == "inconclusive" and f.stopped_at < nf.stopped_at, i
+            assert [lk.verdict for lk in f.looks] == [lk.verdict for lk in nf.looks[:f.stopped_at]], i
+        else:
+            assert (f.verdict.verdict, f.stopped_at) == (nf.verdict.verdict, nf.stopped_at), i
+    assert futile > 0  # the rule did stop some paths, so the property was exercised

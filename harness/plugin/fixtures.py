@@ -174,7 +174,9 @@ def rag_check_sequential(request: pytest.FixtureRequest, rag_check: Callable[...
     cannot be sequential (its p would be read unadjusted at every look): a TypeError. `min_n` holds inside the
     looks (a look below it cannot stop the claim as supported) and the error gate decides at an interim look only
     when the failure rate's Clopper-Pearson lower bound exceeds 10% (`harness.stats._verdict.decide`).
-    Under --estimate-cost every query is drawn (the spend's upper bound).
+    Under --estimate-cost every query is drawn (the spend's upper bound). An undecided claim stops early, as
+    "futile at look k", where its last look could hardly decide it (`harness.sequential.futility`, non-binding: the
+    verdict stays inconclusive, with the look's interval and the queries a new study needs).
     """
     from harness.stats.sampling import describe as describe_order
     from harness.stats.sequential import SequentialDesign, run_sequential
@@ -209,14 +211,18 @@ def rag_check_sequential(request: pytest.FixtureRequest, rag_check: Callable[...
             return below_min_n(decide(e, s.comparator, s.threshold, s.decision, fallback_rate=last.get("fallback_rate"),
                                       error_rate=last.get("error_rate"), interim=not final_look), e.n, s.min_n)
 
-        outcome = run_sequential(design, effect_at, verdict_of, available=context.get("available"))
+        futility = settings.futility > 0 and len(design.looks) > 1
+        outcome = run_sequential(design, effect_at, verdict_of, available=context.get("available"),
+                                 futility_threshold=float(s.threshold) if futility else None,
+                                 futility_below=settings.futility)
         seq = {**outcome.as_context(), "query_order": describe_order(h.query_order, h.seed)}
         extra = final(outcome.queries_used) if final is not None else {}
         # the stopping look's naive p-values are not adjusted for the looks: the row shows none
         effect = dataclasses.replace(outcome.effect, p_values={}, primary_test=None)
         ctx = {k: v for k, v in {**context, **last, **extra}.items() if k != "p_value"}
         return rag_check(spec_id, effect, **ctx, sequential=seq, queries_used=seq["queries_used"],
-                         looks_used=f"{outcome.stopped_at} of {len(design.looks)}",
+                         looks_used=f"{outcome.stopped_at} of {len(design.looks)}"
+                         + (", futile" if outcome.futile else ""),
                          query_order=describe_order(h.query_order, h.seed),
                          interim_look=outcome.stopped_at < len(design.looks))
 

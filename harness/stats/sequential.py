@@ -34,6 +34,8 @@ import numpy as np
 from scipy import optimize as _opt
 from scipy import stats as _st
 
+from harness.stats.futility import FUTILITY_BELOW
+
 if TYPE_CHECKING:
     from harness.config import SequentialSettings
     from harness.stats._effect import Effect
@@ -224,6 +226,12 @@ class SequentialOutcome:
     verdict: Verdict
     looks: list[Look]
     available: int
+    futile_probability: float | None = None  # set where the claim stopped as futile (harness.stats.futility)
+
+    @property
+    def futile(self) -> bool:
+        """Whether the claim stopped early because its last look could hardly decide it (non-binding futility)."""
+        return self.futile_probability is not None
 
     @property
     def stopped_at(self) -> int:
@@ -235,8 +243,11 @@ class SequentialOutcome:
         return self.looks[-1].n
 
     def as_context(self) -> dict[str, Any]:
+        futile = {"stopped": f"futile at look {self.stopped_at}",
+                  "decision_probability": round(self.futile_probability, 4)} if self.futile_probability is not None \
+            else {}
         return {"rule": self.design.describe(), **self.design.as_context(), "stopped_at_look": self.stopped_at,
-                "queries_used": self.queries_used, "queries_available": self.available,
+                **futile, "queries_used": self.queries_used, "queries_available": self.available,
                 "history": [{"n": lk.n, "confidence": round(lk.confidence, 6), "estimate": lk.estimate,
                              "ci": list(lk.ci), "verdict": lk.verdict} for lk in self.looks]}
 
@@ -246,13 +257,20 @@ DECIDED: tuple[VerdictName, ...] = ("supported", "refuted", "error")
 
 
 def run_sequential(design: SequentialDesign, effect_at: Callable[[int, float], Effect],
-                   verdict_of: Callable[[Effect, bool], Verdict], *, available: int | None = None) -> SequentialOutcome:
+                   verdict_of: Callable[[Effect, bool], Verdict], *, available: int | None = None,
+                   futility_threshold: float | None = None, futility_below: float = FUTILITY_BELOW) -> SequentialOutcome:
     """Look at n_1, n_2, … queries: `effect_at(n, confidence)` measures the effect on the first n queries with
     its interval at that confidence, `verdict_of(effect, final)` decides it (`final`: the last look); stop at the
     first supported, refuted or error verdict (a verdict object with a `.verdict` string), else after the last look.
     An anytime design measures each look inside `anytime_intervals()` and refuses an effect whose interval is not
-    anytime-valid (its repeated 95% intervals would not hold their level)."""
+    anytime-valid (its repeated 95% intervals would not hold their level).
+
+    With `futility_threshold` (the claim's threshold, on the effect's scale), an undecided look before the last
+    stops the claim when the predictive probability of a decision by the last look is under `futility_below`
+    (`harness.stats.futility`): non-binding, so the verdict stays the look's own (inconclusive) and the boundaries
+    are those computed without futility."""
     from harness.stats._effect import ANYTIME_METHODS, anytime_intervals
+    from harness.stats.futility import decision_probability, is_futile
 
     looks: list[Look] = []
     effect: Effect | None = None
@@ -272,6 +290,14 @@ def run_sequential(design: SequentialDesign, effect_at: Callable[[int, float], E
         looks.append(Look(n, conf, float(effect.estimate), (float(effect.ci[0]), float(effect.ci[1])), verdict.verdict))
         if verdict.verdict in DECIDED:
             break
+        later = [(m, design.confidence_at(j)) for j, m in enumerate(design.looks) if j > k]
+        if futility_threshold is not None and later:
+            p = decision_probability(float(effect.estimate), (float(effect.ci[0]), float(effect.ci[1])), n, conf,
+                                     later, futility_threshold)
+            if is_futile(p, futility_below):
+                return SequentialOutcome(design, effect, verdict, looks,
+                                         available if available is not None else design.looks[-1],
+                                         futile_probability=p)
     assert effect is not None and verdict is not None  # a design has at least one look
     return SequentialOutcome(design, effect, verdict, looks, available if available is not None else design.looks[-1])
 
