@@ -183,6 +183,7 @@ def paired_effect(candidate: Floats, baseline: Floats, *, relative: bool = False
             assert bounds is not None  # "ties" is chosen only for a bounded metric
             sd, ci = _ties(n, bounds[1] - bounds[0], (bounds[0] - mb, bounds[1] - mb), confidence)
         elif method == "betting":
+            assert bounds is not None  # "betting" without bounds raised above
             w = float(bounds[1] - bounds[0])
             sd = float(d.std(ddof=1)) if n > 1 else float("nan")
             ci = betting_interval(d, -w, w, confidence=confidence) if n else (float("nan"), float("nan"))

@@ -25,8 +25,9 @@ from scipy import stats as _st
 from harness.stats.betting import betting_bounds
 
 Bounds = tuple[float, float]
-Rule = Callable[[np.ndarray, np.ndarray | None, float, float, Bounds],
-                tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]]
+Quad = tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]  # (lo, hi, blocked, reach), one entry per row
+Rule = Callable[[np.ndarray, np.ndarray | None, float, float, Bounds], Quad]
+Interval2 = Callable[[np.ndarray, float, float], tuple[np.ndarray, np.ndarray]]  # (values, lower, upper) -> (lo, hi)
 
 
 def _t(X: np.ndarray, confidence: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -38,8 +39,8 @@ def _t(X: np.ndarray, confidence: float) -> tuple[np.ndarray, np.ndarray, np.nda
     return np.where(flat, X[:, 0], m - half), np.where(flat, X[:, 0], m + half), m
 
 
-def _ties(n: int, scale: np.ndarray | float, confidence: float) -> np.ndarray:
-    return (1.0 - ((1.0 - confidence) / 2.0) ** (1.0 / n)) * scale
+def _ties(n: int, scale: np.ndarray | float, confidence: float) -> np.ndarray | float:
+    return (1.0 - float(((1.0 - confidence) / 2.0) ** (1.0 / n))) * scale
 
 
 def _hall(X: np.ndarray, confidence: float) -> tuple[np.ndarray, np.ndarray]:
@@ -57,7 +58,8 @@ def _hall(X: np.ndarray, confidence: float) -> tuple[np.ndarray, np.ndarray]:
     def inverse(y: float) -> np.ndarray:
         small = np.abs(b) < 1e-12
         with np.errstate(divide="ignore", invalid="ignore"):
-            return np.where(small, y - a, (np.cbrt(1 + 3 * b * (y - a)) - 1) / np.where(small, 1.0, b))
+            x: np.ndarray = np.where(small, y - a, (np.cbrt(1 + 3 * b * (y - a)) - 1) / np.where(small, 1.0, b))
+        return x
 
     se = s / np.sqrt(n)
     return m - inverse(q) * se, m - inverse(-q) * se
@@ -70,7 +72,9 @@ def _reach(mb: np.ndarray, bounds: Bounds, relative: bool) -> np.ndarray:
 
 
 # ---------------------------------------------------------------- before (main)
-def before_difference(A, B, confidence, threshold, bounds):
+def before_difference(A: np.ndarray, B: np.ndarray | None, confidence: float, threshold: float,
+                      bounds: Bounds) -> Quad:
+    assert B is not None  # a paired kind: only a rate (proportion) has no baseline scores
     D = A - B
     n, w = D.shape[1], bounds[1] - bounds[0]
     mb = B.mean(axis=1)
@@ -83,7 +87,9 @@ def before_difference(A, B, confidence, threshold, bounds):
     return lo, hi, lo == hi, _reach(mb, bounds, False)
 
 
-def before_relative(A, B, confidence, threshold, bounds):
+def before_relative(A: np.ndarray, B: np.ndarray | None, confidence: float, threshold: float,
+                    bounds: Bounds) -> Quad:
+    assert B is not None  # a paired kind: only a rate (proportion) has no baseline scores
     ma, mb = A.mean(axis=1), B.mean(axis=1)
     ok = mb != 0
     with np.errstate(divide="ignore", invalid="ignore"):
@@ -100,7 +106,9 @@ def before_relative(A, B, confidence, threshold, bounds):
     return lo, hi, ~ok | (lo == hi), _reach(mb, bounds, True)
 
 
-def before_binary(A, B, confidence, threshold, bounds):
+def before_binary(A: np.ndarray, B: np.ndarray | None, confidence: float, threshold: float,
+                  bounds: Bounds) -> Quad:
+    assert B is not None  # a paired kind: only a rate (proportion) has no baseline scores
     n = A.shape[1]
     improved = np.sum((A > 0.5) & (B <= 0.5), axis=1)
     degraded = np.sum((A <= 0.5) & (B > 0.5), axis=1)
@@ -110,7 +118,8 @@ def before_binary(A, B, confidence, threshold, bounds):
     return lo, hi, lo == hi, _reach(B.mean(axis=1), bounds, False)
 
 
-def before_proportion(A, B, confidence, threshold, bounds):
+def before_proportion(A: np.ndarray, B: np.ndarray | None, confidence: float, threshold: float,
+                      bounds: Bounds) -> Quad:
     n = A.shape[1]
     k = A.sum(axis=1)
     z = _st.norm.ppf(0.5 + confidence / 2)
@@ -123,7 +132,7 @@ def before_proportion(A, B, confidence, threshold, bounds):
 
 
 # ---------------------------------------------------------------- after (this issue)
-def _contrast(A, B, threshold, bounds, interval: Callable[[np.ndarray, float, float], tuple]):
+def _contrast(A: np.ndarray, B: np.ndarray, threshold: float, bounds: Bounds, interval: Interval2) -> Quad:
     """A relative claim on its linear contrast L = A − (1 + θ0)·B, its interval put on the ratio's scale."""
     mb = B.mean(axis=1)
     r = 1.0 + threshold
@@ -134,32 +143,43 @@ def _contrast(A, B, threshold, bounds, interval: Callable[[np.ndarray, float, fl
     return lo, hi, ~ok | (lo == hi), _reach(mb, bounds, True)
 
 
-def after_difference(A, B, confidence, threshold, bounds):
+def after_difference(A: np.ndarray, B: np.ndarray | None, confidence: float, threshold: float,
+                     bounds: Bounds) -> Quad:
+    assert B is not None  # a paired kind: only a rate (proportion) has no baseline scores
     w = bounds[1] - bounds[0]
     lo, hi = betting_bounds(A - B, -w, w, confidence=confidence)
     return lo, hi, lo == hi, _reach(B.mean(axis=1), bounds, False)
 
 
-def after_relative(A, B, confidence, threshold, bounds):
+def after_relative(A: np.ndarray, B: np.ndarray | None, confidence: float, threshold: float,
+                   bounds: Bounds) -> Quad:
+    assert B is not None  # a paired kind: only a rate (proportion) has no baseline scores
     return _contrast(A, B, threshold, bounds, lambda L, lo, hi: betting_bounds(L, lo, hi, confidence=confidence))
 
 
-def after_proportion(A, B, confidence, threshold, bounds):
+def after_proportion(A: np.ndarray, B: np.ndarray | None, confidence: float, threshold: float,
+                     bounds: Bounds) -> Quad:
     lo, hi = betting_bounds(A, 0.0, 1.0, confidence=confidence)
     return lo, hi, lo == hi, np.ones_like(lo)
 
 
 # ---------------------------------------------------------------- candidates (RCI design)
-def t_contrast_relative(A, B, confidence, threshold, bounds):
+def t_contrast_relative(A: np.ndarray, B: np.ndarray | None, confidence: float, threshold: float,
+                        bounds: Bounds) -> Quad:
+    assert B is not None  # a paired kind: only a rate (proportion) has no baseline scores
     return _contrast(A, B, threshold, bounds, lambda L, lo, hi: _t(L, confidence)[:2])
 
 
-def hall_difference(A, B, confidence, threshold, bounds):
+def hall_difference(A: np.ndarray, B: np.ndarray | None, confidence: float, threshold: float,
+                    bounds: Bounds) -> Quad:
+    assert B is not None  # a paired kind: only a rate (proportion) has no baseline scores
     lo, hi = _hall(A - B, confidence)
     return lo, hi, ~(hi > lo), _reach(B.mean(axis=1), bounds, False)
 
 
-def hall_relative(A, B, confidence, threshold, bounds):
+def hall_relative(A: np.ndarray, B: np.ndarray | None, confidence: float, threshold: float,
+                  bounds: Bounds) -> Quad:
+    assert B is not None  # a paired kind: only a rate (proportion) has no baseline scores
     return _contrast(A, B, threshold, bounds, lambda L, lo, hi: _hall(L, confidence))
 
 

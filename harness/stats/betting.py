@@ -19,9 +19,10 @@ recommends 1/2 or 3/4; `confseq` uses 1/2): the bounds are found by bisection to
 from __future__ import annotations
 
 import math
-from typing import Sequence
 
 import numpy as np
+
+from harness.stats.intervals import Floats
 
 TRUNCATION = 0.75
 _ITERATIONS = 48  # bisection steps: 2^-48 of the range
@@ -42,7 +43,7 @@ def log_capital(x: np.ndarray, lam: np.ndarray, m: np.ndarray, side: int, c: flo
     """log K⁺_n(m) (side +1) or log K⁻_n(m) (side −1) of each row of x at the row's candidate mean m (shape (rows,))."""
     mm = m[:, None]
     cap = c / np.maximum(mm, _EPS) if side > 0 else c / np.maximum(1 - mm, _EPS)
-    return np.sum(np.log1p(side * np.minimum(lam, cap) * (x - mm)), axis=1)
+    return np.asarray(np.sum(np.log1p(side * np.minimum(lam, cap) * (x - mm)), axis=1), dtype=np.float64)
 
 
 def betting_bounds(rows: np.ndarray, lower: float | np.ndarray, upper: float | np.ndarray, *,
@@ -83,7 +84,7 @@ def betting_bounds(rows: np.ndarray, lower: float | np.ndarray, upper: float | n
     return out[0], out[1]
 
 
-def betting_interval(values: Sequence[float], lower: float, upper: float, *, confidence: float = 0.95,
+def betting_interval(values: Floats, lower: float, upper: float, *, confidence: float = 0.95,
                      c: float = TRUNCATION) -> tuple[float, float]:
     """The betting confidence sequence for the mean of `values` (each in [lower, upper]) at time len(values)."""
     lo, hi = betting_bounds(np.asarray(values, dtype=np.float64)[None, :], lower, upper, confidence=confidence, c=c)

@@ -59,6 +59,7 @@ class Population:
         c = float(np.dot(w, self.candidate))
         if self.kind == "proportion":
             return c
+        assert self.baseline is not None  # every kind but a rate has baseline scores (__post_init__)
         b = float(np.dot(w, self.baseline))
         return c / b - 1.0 if self.kind == "relative" else c - b
 
@@ -74,7 +75,7 @@ def tilt(x: np.ndarray, target: float) -> np.ndarray:
 
     def weights(lam: float) -> np.ndarray:
         e = np.exp(lam * z - np.max(lam * z))
-        return e / e.sum()
+        return np.asarray(e / e.sum(), dtype=np.float64)
 
     lam = _opt.brentq(lambda t: float(np.dot(weights(t), x)) - target, -60.0, 60.0, xtol=1e-13)
     return weights(lam)
@@ -203,6 +204,7 @@ def mde(pop: Population, threshold: float, n: int, *, confidence: float = 0.95, 
     x = pop.contrast(threshold)
     sd = float(np.sqrt(np.dot(w, (x - np.dot(w, x)) ** 2)))
     if pop.kind == "relative":
+        assert pop.baseline is not None  # a ratio has baseline scores (Population.__post_init__)
         sd /= float(np.dot(w, pop.baseline))
     return float((_st.t.ppf(0.5 + confidence / 2, n - 1) + _st.t.ppf(power, n - 1)) * sd / np.sqrt(n))
 

@@ -158,7 +158,7 @@ def _agresti_min(candidate: Floats, baseline: Floats) -> tuple[float, float, int
     return pi - pd, float(np.sqrt(pi + pd - (pi - pd) ** 2)), n
 
 
-def fieller_interval(candidate: Sequence[float], baseline: Sequence[float], *,
+def fieller_interval(candidate: Floats, baseline: Floats, *,
                      confidence: float = 0.95) -> Interval:
     """Fieller's (1954) interval of mean(candidate)/mean(baseline) for paired values: the ρ with
     (m_c − ρ·m_b)² ≤ q²·(v_cc − 2ρ·v_cb + ρ²·v_bb), q = t_{(1+c)/2, n−1}, v the sample (co)variances over n; the
