@@ -93,7 +93,7 @@ def test_a_large_effect_stops_at_the_first_look(project: pytest.Pytester):
     assert row["interval"] == "betting" and row["confidence"] == pytest.approx(0.95)
     # the row names its query order and seed, and shows no p-value (a look's p is not adjusted for the looks)
     assert check["context"]["query_order"] == seq["query_order"] == {"order": "random", "seed": 13}
-    assert "look 1/3 (10 of ≤30, random order, seed 13)" in out  # the terminal table names it too
+    assert "look 1/3 (10 of ≤30, random order, seed 13; betting interval)" in out  # the terminal table too
     assert row["p_value"] is None and check["effect"]["p_values"] == {} and check["context"]["p_value"] is None
 
 
@@ -136,3 +136,17 @@ def test_an_unbounded_metric_needs_the_rci_boundary(project: pytest.Pytester):
     result = project.runpytest_subprocess("--report-dir", "out", "-s", "--spec-coverage=off")
     result.assert_outcomes(failed=1)
     assert "anytime-valid interval" in result.stdout.str()
+
+
+def test_a_claim_no_look_can_decide_stops_futile_and_says_so(project: pytest.Pytester):
+    # differences of +-0.001 around 0 against "> 0": the interval straddles 0 and can hardly leave it by look 3
+    row, out, check = _row(project, [0.001, -0.001] * 15)
+    seq = row["sequential"]
+    assert row["verdict"] == "inconclusive" and seq["stopped"] == "futile at look 2" and seq["queries_used"] == 20
+    assert "DRAWN [10, 20]" in out  # queries 21-30 never drawn
+    assert 0.0 <= seq["decision_probability"] < 0.10
+    assert "stopped: futile at look 2, look 2/3 (20 of ≤30" in out and row["queries_needed"]
+    off = project.path / "nofutility.yaml"
+    off.write_text("harness:\n  sequential:\n    futility: 0\n")
+    row, out, _ = _row(project, [0.001, -0.001] * 15, f"--harness-config={off}")
+    assert row["sequential"]["queries_used"] == 30 and "stopped" not in row["sequential"]

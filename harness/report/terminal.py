@@ -49,7 +49,8 @@ def arms_text(entry: dict[str, Any]) -> str:
 
 def looks_text(entry: dict[str, Any]) -> str:
     """Where a sequential claim stopped: 'look 1/3 (10 of ≤30)', with the order its queries were drawn in when the
-    row records one ('look 1/3 (10 of ≤30, random order, seed 13)'), and 'stopped: futile at look 1, ...' where
+    row records one and the interval that decided it ('look 1/3 (10 of ≤30, random order, seed 13; betting
+    interval)'), and 'stopped: futile at look 1, ...' where
     the claim stopped for futility; '' for a claim decided in one look."""
     seq = entry.get("sequential")
     if not seq or len(seq.get("looks") or []) < 2:
@@ -57,6 +58,7 @@ def looks_text(entry: dict[str, Any]) -> str:
     order = seq.get("query_order") or {}
     how = (f", random order, seed {order.get('seed')}" if order.get("order") == "random"
            else ", natural order" if order.get("order") == "natural" else "")
+    how += f"; {entry['interval']} interval" if entry.get("interval") else ""
     where = f"look {seq['stopped_at_look']}/{len(seq['looks'])} ({seq['queries_used']} of ≤{seq['looks'][-1]}{how})"
     if seq.get("stopped"):  # futile: its last look could hardly have decided it
         where = f"stopped: {seq['stopped']}, {where}, P(decided by the last look) {seq['decision_probability']:.3f}"
