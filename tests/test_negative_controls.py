@@ -98,10 +98,16 @@ def _side_spec(spec_id: str) -> bool:
 
 
 @pytest.mark.integration
-@pytest.mark.parametrize("module, owns", [("test_calibration.py", lambda i: not _side_spec(i)),
-                                          ("test_side_calibration.py", _side_spec)],
-                         ids=["calibration", "side-calibration"])
-def test_calibration_checks_fail_under_their_controls(tmp_path: Path, rag_config, module, owns):
+@pytest.mark.parametrize("module, owns, select", [
+    ("test_calibration.py", lambda i: not _side_spec(i) and not i.startswith("CALIB-FUTILITY-"), None),
+    ("test_futility_calibration.py", lambda i: i.startswith("CALIB-FUTILITY-"), None),
+    # the per-side calibration one control at a time (each in a child process of its own), so xdist can share them
+    ("test_side_calibration.py", lambda i: "-RELATIVE-" in i, "RELATIVE"),
+    ("test_side_calibration.py", lambda i: _side_spec(i) and "-RELATIVE-" not in i and "GATE" not in i,
+     "DIFFERENCE or BINARY or RATE or COVERAGE"),
+    ("test_side_calibration.py", lambda i: "GATE" in i, "GATE"),
+], ids=["calibration", "futility", "sides-relative", "sides-naive-interval", "sides-error-gate"])
+def test_calibration_checks_fail_under_their_controls(tmp_path: Path, rag_config, module, owns, select):
     """The CALIB specs (real Cranfield and halueval-qa runs, no LLM) under a liberal test, a too-narrow interval, the
     naive interval at every look, the delta-method relative interval and the error gate at every look; skipped
     where the data directory (`--data-dir`, `harness.data_dir`) has no Cranfield."""
@@ -110,7 +116,8 @@ def test_calibration_checks_fail_under_their_controls(tmp_path: Path, rag_config
         pytest.skip(f"the Cranfield set is not in the data directory: {data / 'cranfield' / 'corpus.jsonl'} is missing")
     out = tmp_path / "controls"
     cmd = [sys.executable, "-m", "pytest", f"benchmarks/{module}", "-m", "benchmark", "--negative-controls",
-           "--controls-only", "--report-dir", str(out), "-p", "no:cacheprovider", "-q", "--data-dir", str(data)]
+           "--controls-only", "--report-dir", str(out), "-p", "no:cacheprovider", "-q", "--data-dir", str(data),
+           *(["-k", select] if select else [])]
     proc = subprocess.run(cmd, cwd=ROOT, env={**os.environ, "HF_HUB_OFFLINE": "1"}, capture_output=True, text=True,
                           timeout=1800)
     tail = proc.stdout[-3000:] + proc.stderr[-2000:]

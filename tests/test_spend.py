@@ -105,11 +105,18 @@ def test_cap_needs_a_price():
 # ---------------------------------------------------------------- concurrency with context
 @pytest.mark.unit
 def test_ordered_map_keeps_order_and_context():
+    gate = threading.Barrier(2, timeout=10)  # the first two items meet: two threads must be running them at once
+
+    def work(x: int) -> tuple:
+        if x < 2:
+            gate.wait()
+        return x, current_technique(), threading.get_ident()
+
     with spending_for("outer"):
-        out = ordered_map(lambda x: (x, current_technique(), threading.get_ident()), range(20), 4)
+        out = ordered_map(work, range(20), 4)
     assert [o[0] for o in out] == list(range(20))
     assert {o[1] for o in out} == {"outer"}
-    assert len({o[2] for o in out}) > 1  # really on several threads
+    assert out[0][2] != out[1][2]  # really on several threads (not a single busy one that took every item)
 
 
 @pytest.mark.unit

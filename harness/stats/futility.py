@@ -15,12 +15,14 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from typing import TypeVar
 
 import numpy as np
 from scipy import stats as _st
 
 FUTILITY_BELOW = 0.10  # the issue's cut: a claim with under 10% chance of being decided by its last look stops
 DRAWS = 20_000
+_V = TypeVar("_V")
 
 
 def _z(confidence: float) -> float:
@@ -78,6 +80,11 @@ def decision_probability(estimate: float, ci: tuple[float, float], n_k: int, con
             decided |= np.abs(total / n - threshold) > z * spread / math.sqrt(n)
         prev = n
     return float(decided.mean())
+
+
+def futile_verdict(verdict: _V) -> _V:
+    """The verdict a claim stopped as futile keeps: its look's own (inconclusive: the stop is non-binding)."""
+    return verdict
 
 
 def is_futile(probability: float, below: float = FUTILITY_BELOW) -> bool:

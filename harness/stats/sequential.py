@@ -270,7 +270,7 @@ def run_sequential(design: SequentialDesign, effect_at: Callable[[int, float], E
     (`harness.stats.futility`): non-binding, so the verdict stays the look's own (inconclusive) and the boundaries
     are those computed without futility."""
     from harness.stats._effect import ANYTIME_METHODS, anytime_intervals
-    from harness.stats.futility import decision_probability, is_futile
+    from harness.stats import futility as _futility
 
     looks: list[Look] = []
     effect: Effect | None = None
@@ -292,10 +292,10 @@ def run_sequential(design: SequentialDesign, effect_at: Callable[[int, float], E
             break
         later = [(m, design.confidence_at(j)) for j, m in enumerate(design.looks) if j > k]
         if futility_threshold is not None and later:
-            p = decision_probability(float(effect.estimate), (float(effect.ci[0]), float(effect.ci[1])), n, conf,
-                                     later, futility_threshold)
-            if is_futile(p, futility_below):
-                return SequentialOutcome(design, effect, verdict, looks,
+            p = _futility.decision_probability(float(effect.estimate), (float(effect.ci[0]), float(effect.ci[1])),
+                                               n, conf, later, futility_threshold)
+            if _futility.is_futile(p, futility_below):
+                return SequentialOutcome(design, effect, _futility.futile_verdict(verdict), looks,
                                          available if available is not None else design.looks[-1],
                                          futile_probability=p)
     assert effect is not None and verdict is not None  # a design has at least one look

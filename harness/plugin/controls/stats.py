@@ -77,3 +77,20 @@ def _gate_every_look(mp: Any) -> None:
 
     orig = sides.error_gate_rate
     mp.setattr(sides, "error_gate_rate", lambda *a, **k: orig(*a, **{**k, "every_look": True}))
+
+
+@control("futile-stop-refuted", breaks="a claim stopped as futile reads refuted instead of inconclusive (futility made "
+                                       "binding in the wrong way)")
+def _futile_refuted(mp: Any) -> None:
+    import dataclasses
+
+    from harness.stats import futility
+
+    mp.setattr(futility, "futile_verdict", lambda v: dataclasses.replace(v, verdict="refuted"))
+
+
+@control("futility-stops-everything", breaks="every undecided look before the last stops its claim as futile")
+def _futility_everything(mp: Any) -> None:
+    from harness.stats import futility
+
+    mp.setattr(futility, "is_futile", lambda p, below=futility.FUTILITY_BELOW: True)
