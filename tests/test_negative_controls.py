@@ -102,7 +102,7 @@ def _side_spec(spec_id: str) -> bool:
     ("test_calibration.py", lambda i: not _side_spec(i) and not i.startswith("CALIB-FUTILITY-"), None),
     ("test_futility_calibration.py", lambda i: i.startswith("CALIB-FUTILITY-"), None),
     # the per-side calibration one control at a time (each in a child process of its own), so xdist can share them
-    ("test_side_calibration.py", lambda i: "-RELATIVE-" in i, "RELATIVE"),
+    ("test_side_calibration.py", lambda i: _side_spec(i) and "-RELATIVE-" in i, "RELATIVE"),
     ("test_side_calibration.py", lambda i: _side_spec(i) and "-RELATIVE-" not in i and "GATE" not in i,
      "DIFFERENCE or BINARY or RATE or COVERAGE"),
     ("test_side_calibration.py", lambda i: "GATE" in i, "GATE"),
