@@ -211,11 +211,11 @@ def rag_check_sequential(request: pytest.FixtureRequest, rag_check: Callable[...
             return below_min_n(decide(e, s.comparator, s.threshold, s.decision, fallback_rate=last.get("fallback_rate"),
                                       error_rate=last.get("error_rate"), interim=not final_look), e.n, s.min_n)
 
-        futility = settings.futility > 0 and len(design.looks) > 1
         outcome = run_sequential(design, effect_at, verdict_of, available=context.get("available"),
-                                 futility_threshold=float(s.threshold) if futility else None,
+                                 futility_threshold=float(s.threshold) if settings.futility > 0 else None,
                                  futility_below=settings.futility)
-        seq = {**outcome.as_context(), "query_order": describe_order(h.query_order, h.seed)}
+        order = describe_order(h.query_order, h.seed)
+        seq = {**outcome.as_context(), "query_order": order}
         extra = final(outcome.queries_used) if final is not None else {}
         # the stopping look's naive p-values are not adjusted for the looks: the row shows none
         effect = dataclasses.replace(outcome.effect, p_values={}, primary_test=None)
@@ -223,7 +223,7 @@ def rag_check_sequential(request: pytest.FixtureRequest, rag_check: Callable[...
         return rag_check(spec_id, effect, **ctx, sequential=seq, queries_used=seq["queries_used"],
                          looks_used=f"{outcome.stopped_at} of {len(design.looks)}"
                          + (", futile" if outcome.futile else ""),
-                         query_order=describe_order(h.query_order, h.seed),
+                         query_order=order,
                          interim_look=outcome.stopped_at < len(design.looks))
 
     return _run

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import datetime as _dt
 import json
-import os
 from html import escape
 from pathlib import Path
 from typing import Any
@@ -21,13 +20,12 @@ def selfcheck_path(cache_dir: Path) -> Path:
 
 
 def record_selfchecks(results: dict[str, Any], cache_dir: Path) -> Path:
-    """Keep a self-check run's results as the latest (written to a temporary file, then renamed: a run killed
-    mid-write leaves the previous results whole)."""
+    """Keep a self-check run's results as the latest (written as the report is: a run killed mid-write leaves the
+    previous results whole)."""
+    from harness.report.writer import atomic_write
+
     path = selfcheck_path(cache_dir)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(f".{os.getpid()}.tmp")
-    tmp.write_text(json.dumps(results, indent=2, sort_keys=True), encoding="utf-8")
-    os.replace(tmp, path)
+    atomic_write(path, json.dumps(results, indent=2, sort_keys=True))
     return path
 
 

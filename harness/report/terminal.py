@@ -50,8 +50,8 @@ def arms_text(entry: dict[str, Any]) -> str:
 def looks_text(entry: dict[str, Any]) -> str:
     """Where a sequential claim stopped: 'look 1/3 (10 of ≤30)', with the order its queries were drawn in when the
     row records one and the interval that decided it ('look 1/3 (10 of ≤30, random order, seed 13; betting
-    interval)'), and 'stopped: futile at look 1, ...' where
-    the claim stopped for futility; '' for a claim decided in one look."""
+    interval)'), and 'stopped: futile at look 1, ...' where the claim stopped for futility; '' for a claim decided
+    in one look."""
     seq = entry.get("sequential")
     if not seq or len(seq.get("looks") or []) < 2:
         return ""

@@ -78,7 +78,7 @@ def add_holm(rows: list[dict[str, Any]], alpha: float = 0.05) -> None:
         r["p_holm"] = adj
 
 
-def _atomic_write(path: Path, text: str) -> None:
+def atomic_write(path: Path, text: str) -> None:
     """Write via a temp file and rename, so a crash never leaves a half-written report; the file gets the mode
     an ordinary new file gets (0666 less the umask, e.g. 0644), not a temp file's 0600."""
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -103,8 +103,8 @@ def write_results(results: dict[str, Any], report_dir: Path) -> list[Path]:
     """Write results.json and index.html atomically; returns their paths."""
     json_path = report_dir / "results.json"
     html_path = report_dir / "index.html"
-    _atomic_write(json_path, json.dumps(results, indent=2, sort_keys=True))
-    _atomic_write(html_path, render_html(results))
+    atomic_write(json_path, json.dumps(results, indent=2, sort_keys=True))
+    atomic_write(html_path, render_html(results))
     return [json_path, html_path]
 
 

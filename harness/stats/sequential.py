@@ -272,6 +272,7 @@ def run_sequential(design: SequentialDesign, effect_at: Callable[[int, float], E
     from harness.stats._effect import ANYTIME_METHODS, anytime_intervals
     from harness.stats import futility as _futility
 
+    avail = available if available is not None else design.looks[-1]
     looks: list[Look] = []
     effect: Effect | None = None
     verdict: Verdict | None = None
@@ -290,16 +291,15 @@ def run_sequential(design: SequentialDesign, effect_at: Callable[[int, float], E
         looks.append(Look(n, conf, float(effect.estimate), (float(effect.ci[0]), float(effect.ci[1])), verdict.verdict))
         if verdict.verdict in DECIDED:
             break
-        later = [(m, design.confidence_at(j)) for j, m in enumerate(design.looks) if j > k]
-        if futility_threshold is not None and later:
+        if futility_threshold is not None and k < len(design.looks) - 1:
+            later = [(m, design.confidence_at(j)) for j, m in enumerate(design.looks) if j > k]
             p = _futility.decision_probability(float(effect.estimate), (float(effect.ci[0]), float(effect.ci[1])),
                                                n, conf, later, futility_threshold)
             if _futility.is_futile(p, futility_below):
-                return SequentialOutcome(design, effect, _futility.futile_verdict(verdict), looks,
-                                         available if available is not None else design.looks[-1],
+                return SequentialOutcome(design, effect, _futility.futile_verdict(verdict), looks, avail,
                                          futile_probability=p)
     assert effect is not None and verdict is not None  # a design has at least one look
-    return SequentialOutcome(design, effect, verdict, looks, available if available is not None else design.looks[-1])
+    return SequentialOutcome(design, effect, verdict, looks, avail)
 
 
 def replay(candidate: Sequence[float], baseline: Sequence[float], design: SequentialDesign, comparator: Comparator,
