@@ -10,6 +10,8 @@ from html import escape
 from pathlib import Path
 from typing import Any
 
+from harness.report.atomic import atomic_write
+
 FOLDER = "selfcheck"
 FILE = "results.json"
 COMMAND = "bash scripts/selfcheck.sh"
@@ -22,8 +24,6 @@ def selfcheck_path(cache_dir: Path) -> Path:
 def record_selfchecks(results: dict[str, Any], cache_dir: Path) -> Path:
     """Keep a self-check run's results as the latest (written as the report is: a run killed mid-write leaves the
     previous results whole)."""
-    from harness.report.writer import atomic_write
-
     path = selfcheck_path(cache_dir)
     atomic_write(path, json.dumps(results, indent=2, sort_keys=True))
     return path

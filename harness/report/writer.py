@@ -2,15 +2,14 @@
 from __future__ import annotations
 
 import json
-import os
 import platform
 import subprocess
 import time
-import uuid
 from pathlib import Path
 from typing import Any
 
 from harness.catalogue import Catalogue
+from harness.report.atomic import atomic_write
 from harness.report.collector import Collector, jsonable
 from harness.report.html.page import render_html
 from harness.report.per_query import read_per_query
@@ -76,19 +75,6 @@ def add_holm(rows: list[dict[str, Any]], alpha: float = 0.05) -> None:
     _, adjusted = holm([r["p_value"] for r in with_p], alpha)
     for r, adj in zip(with_p, adjusted):
         r["p_holm"] = adj
-
-
-def atomic_write(path: Path, text: str) -> None:
-    """Write via a temp file and rename, so a crash never leaves a half-written report; the file gets the mode
-    an ordinary new file gets (0666 less the umask, e.g. 0644), not a temp file's 0600."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.parent / f".{path.name}.{os.getpid()}.{uuid.uuid4().hex}"
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
-    with os.fdopen(fd, "w", encoding="utf-8") as fh:
-        fh.write(text)
-        fh.flush()
-        os.fsync(fh.fileno())
-    os.replace(tmp, path)
 
 
 def _slim_check(rec: dict[str, Any]) -> dict[str, Any]:
