@@ -6,6 +6,7 @@ import dataclasses
 import json
 import math
 import os
+import time
 from pathlib import Path
 from typing import Any, Callable
 
@@ -16,6 +17,7 @@ from harness.plugin.state import (
     harness_config_of, loaded_sets, tiers_of,
 )
 from harness.catalogue import Catalogue, Spec
+from harness.plugin.budget import budget_of
 from harness.report.collector import jsonable
 from harness.config import HarnessConfig
 from harness.techniques.backends import crag_backends, persistent_index  # noqa: F401 - re-exported
@@ -200,12 +202,23 @@ def rag_check_sequential(request: pytest.FixtureRequest, rag_check: Callable[...
         design = SequentialDesign((n_max,), alpha=settings.alpha) if estimating(request.config) \
             else SequentialDesign.for_claim(settings, n_max)
         last: dict[str, Any] = {}
+        drawn = {"n": 0, "s": 0.0}  # queries measured so far and the seconds they took (the budget's estimate)
 
         def effect_at(n: int, confidence: float) -> Any:
+            t0 = time.perf_counter()
             effect, ctx = measure_at(n, confidence)
+            drawn.update(n=n, s=drawn["s"] + time.perf_counter() - t0)
             last.clear()
             last.update(ctx)
             return effect
+
+        budget = budget_of(request.config)
+
+        def may_continue(k: int, n: int, p: float | None) -> str | None:
+            assert budget is not None
+            per_query = drawn["s"] / max(drawn["n"], 1)
+            return budget.look(request.node.nodeid, per_query * (n - drawn["n"]),
+                               per_query * (design.looks[-1] - drawn["n"]), p)
 
         def verdict_of(e: Any, final_look: bool) -> Any:
             return below_min_n(decide(e, s.comparator, s.threshold, s.decision, fallback_rate=last.get("fallback_rate"),
@@ -213,18 +226,28 @@ def rag_check_sequential(request: pytest.FixtureRequest, rag_check: Callable[...
 
         outcome = run_sequential(design, effect_at, verdict_of, available=context.get("available"),
                                  futility_threshold=float(s.threshold) if settings.futility > 0 else None,
-                                 futility_below=settings.futility)
+                                 futility_below=settings.futility,
+                                 may_continue=may_continue if budget is not None else None)
         order = describe_order(h.query_order, h.seed)
         seq = {**outcome.as_context(), "query_order": order}
         extra = final(outcome.queries_used) if final is not None else {}
         # the stopping look's naive p-values are not adjusted for the looks: the row shows none
         effect = dataclasses.replace(outcome.effect, p_values={}, primary_test=None)
         ctx = {k: v for k, v in {**context, **last, **extra}.items() if k != "p_value"}
-        return rag_check(spec_id, effect, **ctx, sequential=seq, queries_used=seq["queries_used"],
-                         looks_used=f"{outcome.stopped_at} of {len(design.looks)}"
-                         + (", futile" if outcome.futile else ""),
-                         query_order=order,
-                         interim_look=outcome.stopped_at < len(design.looks))
+        row = dict(ctx, sequential=seq, queries_used=seq["queries_used"],
+                   looks_used=f"{outcome.stopped_at} of {len(design.looks)}"
+                   + (", futile" if outcome.futile else ", budget" if outcome.budget_reason else ""),
+                   query_order=order, interim_look=outcome.stopped_at < len(design.looks))
+        if outcome.budget_reason is None:
+            return rag_check(spec_id, effect, **row)
+        from harness.budget import NotWithinBudget
+
+        try:  # the row keeps the last look's interval; the test reads `budget`, not a verdict
+            rag_check(spec_id, effect, **row)
+        except SpecInconclusive:
+            pass
+        raise NotWithinBudget(f"{outcome.budget_reason} (stopped after look {outcome.stopped_at} of "
+                              f"{len(design.looks)}, {outcome.queries_used} queries)")
 
     return _run
 

@@ -82,6 +82,10 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption("--max-cost", action="store", type=float, default=None, metavar="USD",
                     help="cap on the session's LLM spend: no call starts once spent + in flight would pass it; "
                          "claims cut short read 'budget' (default: harness.llm.max_cost_usd; per process under xdist).")
+    group.addoption("--budget", action="store", default=None, metavar="TIME",
+                    help="wall time shared by the run's benchmark claims (15m, 900s, 1.5h; a bare number is minutes; "
+                         "none: no budget): a claim, or its next look, starts only where its cost as last measured "
+                         "fits; the rest read 'budget' (not decided within the budget). Per process under xdist.")
     group.addoption("--estimate-cost", action="store_true", default=False,
                     help="make no LLM call: run the selected tests through a stand-in for --llm that counts tokens, "
                          "print the expected calls, tokens and dollars per technique, and judge nothing.")
@@ -161,6 +165,9 @@ def pytest_configure(config: pytest.Config) -> None:
 
     if not config.pluginmanager.has_plugin("rag-harness-preflight"):
         config.pluginmanager.register(preflight, "rag-harness-preflight")
+    from harness.plugin import budget
+
+    budget.register(config)
     from harness.llm.spend import Spend
 
     cap = config.getoption("max_cost")
@@ -360,6 +367,7 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):
     if call.excinfo is not None and report.failed and call.when in ("setup", "call"):
         from harness.llm.failures import FatalModelError
         from harness.llm.local import LocalModelUnavailable
+        from harness.budget import NotWithinBudget
         from harness.llm.spend import BudgetExhausted
 
         fatal = _cause(call.excinfo.value, FatalModelError)
@@ -373,8 +381,8 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):
             report.user_properties.append((PROP_FATAL, fatal.kind))
             item.session.shouldstop = (f"rag-harness: stopped at the first failed model call ({fatal.model}: "
                                        f"{fatal.kind}); the error is above")
-        elif _caused_by(call.excinfo.value, BudgetExhausted):
-            # cut short by the cost cap: neither pass nor fail, the claim reads `budget`
+        elif _caused_by(call.excinfo.value, BudgetExhausted) or _caused_by(call.excinfo.value, NotWithinBudget):
+            # cut short by the cost cap or the wall-time budget: neither pass nor fail, the claim reads `budget`
             report.outcome = "skipped"
             report.longrepr = (str(item.path), item.location[1] or 0, f"budget: {call.excinfo.value}")
             report.user_properties.append((PROP_BUDGET, "1"))

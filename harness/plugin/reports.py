@@ -31,6 +31,10 @@ class ReportHooks:
         if results is None:
             return
         lines = summary_lines(results["specs"])
+        if results.get("budget") and lines:
+            from harness.report.terminal import budget_line
+
+            lines.append(budget_line(results["budget"]))
         if "selfchecks" in results and lines:
             from harness.report.selfchecks import selfcheck_line
 
@@ -111,6 +115,11 @@ class ReportHooks:
             kept = latest_selfchecks(hc.harness.cache_dir)
             if kept is not None or (self.config.rootpath / "scripts" / "selfcheck.sh").is_file():
                 results["selfchecks"] = kept
+        from harness.plugin.budget import budget_of
+
+        budget = budget_of(self.config)
+        if budget is not None:  # what --budget allowed, spent and refused (per process under xdist)
+            results["budget"] = budget.allocator.summary()
         self.config.stash[RESULTS_KEY] = results
         self.config._harness_report_paths = write_results(results, hc.harness.report_dir)  # type: ignore[attr-defined]
         if self.config.getoption("strict_verdicts") and any(r["verdict"] == "inconclusive" for r in results["specs"]):

@@ -60,8 +60,10 @@ def looks_text(entry: dict[str, Any]) -> str:
            else ", natural order" if order.get("order") == "natural" else "")
     how += f"; {entry['interval']} interval" if entry.get("interval") else ""
     where = f"look {seq['stopped_at_look']}/{len(seq['looks'])} ({seq['queries_used']} of ≤{seq['looks'][-1]}{how})"
-    if seq.get("stopped"):  # futile: its last look could hardly have decided it
+    if seq.get("decision_probability") is not None:  # futile: its last look could hardly have decided it
         where = f"stopped: {seq['stopped']}, {where}, P(decided by the last look) {seq['decision_probability']:.3f}"
+    elif seq.get("stopped"):  # the run's budget refused its next look
+        where = f"stopped: {seq['stopped']}, {where}"
     return where
 
 
@@ -138,3 +140,11 @@ def inconclusive_lines(rows: list[dict[str, Any]]) -> list[str]:
             arms = f" ({arms_text(e)})" if e.get("arms") else ""
             out.append(f"{r['id']}{where}: inconclusive{arms} — {e.get('reason', '')}{tail}")
     return out
+
+
+def budget_line(budget: dict[str, Any]) -> str:
+    """`--budget`: the limit, the seconds spent and how many claims it refused."""
+    refused = budget.get("refused") or {}
+    limit = budget.get("limit_s")
+    return (f"budget: {budget.get('spent_s', 0):.0f} s of {limit:.0f} s spent; {len(refused)} claim"
+            f"{'' if len(refused) == 1 else 's'} not decided within the budget") if limit else "budget: none"

@@ -227,6 +227,7 @@ class SequentialOutcome:
     looks: list[Look]
     available: int
     futile_probability: float | None = None  # set where the claim stopped as futile (harness.stats.futility)
+    budget_reason: str | None = None  # set where the run's budget refused the claim's next look (harness.budget)
 
     @property
     def futile(self) -> bool:
@@ -243,11 +244,14 @@ class SequentialOutcome:
         return self.looks[-1].n
 
     def as_context(self) -> dict[str, Any]:
-        futile = {"stopped": f"futile at look {self.stopped_at}",
-                  "decision_probability": round(self.futile_probability, 4)} if self.futile_probability is not None \
-            else {}
+        stop: dict[str, Any] = {}
+        if self.futile_probability is not None:
+            stop = {"stopped": f"futile at look {self.stopped_at}",
+                    "decision_probability": round(self.futile_probability, 4)}
+        elif self.budget_reason is not None:
+            stop = {"stopped": f"not decided within the budget at look {self.stopped_at}", "budget": self.budget_reason}
         return {"rule": self.design.describe(), **self.design.as_context(), "stopped_at_look": self.stopped_at,
-                **futile, "queries_used": self.queries_used, "queries_available": self.available,
+                **stop, "queries_used": self.queries_used, "queries_available": self.available,
                 "history": [{"n": lk.n, "confidence": round(lk.confidence, 6), "estimate": lk.estimate,
                              "ci": list(lk.ci), "verdict": lk.verdict} for lk in self.looks]}
 
@@ -258,7 +262,8 @@ DECIDED: tuple[VerdictName, ...] = ("supported", "refuted", "error")
 
 def run_sequential(design: SequentialDesign, effect_at: Callable[[int, float], Effect],
                    verdict_of: Callable[[Effect, bool], Verdict], *, available: int | None = None,
-                   futility_threshold: float | None = None, futility_below: float = FUTILITY_BELOW) -> SequentialOutcome:
+                   futility_threshold: float | None = None, futility_below: float = FUTILITY_BELOW,
+                   may_continue: Callable[[int, int, float | None], str | None] | None = None) -> SequentialOutcome:
     """Look at n_1, n_2, … queries: `effect_at(n, confidence)` measures the effect on the first n queries with
     its interval at that confidence, `verdict_of(effect, final)` decides it (`final`: the last look); stop at the
     first supported, refuted or error verdict (a verdict object with a `.verdict` string), else after the last look.
@@ -268,7 +273,12 @@ def run_sequential(design: SequentialDesign, effect_at: Callable[[int, float], E
     With `futility_threshold` (the claim's threshold, on the effect's scale), an undecided look before the last
     stops the claim when the predictive probability of a decision by the last look is under `futility_below`
     (`harness.stats.futility`): non-binding, so the verdict stays the look's own (inconclusive) and the boundaries
-    are those computed without futility."""
+    are those computed without futility.
+
+    With `may_continue(k, n, p)` (the run's budget, `harness.budget`), each look after the first is taken only where
+    it returns None for look k (0-based) at n queries, p being the previous look's decision probability (None
+    without `futility_threshold`); a reason stops the claim there, undecided. It chooses whether a planned look is
+    taken, never its n, so an anytime-valid interval keeps its level."""
     from harness.stats._effect import ANYTIME_METHODS, anytime_intervals
     from harness.stats import futility as _futility
 
@@ -276,7 +286,13 @@ def run_sequential(design: SequentialDesign, effect_at: Callable[[int, float], E
     looks: list[Look] = []
     effect: Effect | None = None
     verdict: Verdict | None = None
+    p: float | None = None
     for k, n in enumerate(design.looks):
+        if may_continue is not None and k > 0:
+            reason = may_continue(k, n, p)
+            if reason is not None:
+                assert effect is not None and verdict is not None
+                return SequentialOutcome(design, effect, verdict, looks, avail, budget_reason=reason)
         conf = design.confidence_at(k)
         if design.boundary == "anytime":
             with anytime_intervals():

@@ -1,0 +1,179 @@
+"""One wall-time budget shared by the claims of a run (`--budget`), and the rule that spends it.
+
+A claim (one test) is admitted, and each later look of a sequential claim is granted, only where its estimated
+cost fits what is left of the budget after the claims still waiting that are worth more are reserved: worth is the
+predicted probability that the claim ends decided per second of what it still costs (a thresholding bandit with
+costs, Locatelli et al. 2016's ordering by value). The allocator decides only *whether* a claim takes its next
+planned look, never at what n: the looks are the claim's own, so its per-side error and coverage hold under any
+allocation (an anytime-valid interval holds at any stopping time). A claim it refuses reads "not decided within the
+budget", with its last interval where it had one.
+
+Costs come from the run's own timing: each fixture a test needs and has not yet set up, plus the test's own phases,
+as last measured (`CostBook`: `<cache_dir>/budget/costs.json`, else the packaged prior measured on the reference
+machine). Pure logic: the pytest side is `harness.plugin.budget`.
+"""
+from __future__ import annotations
+
+import json
+import math
+import re
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Iterable, Mapping
+
+__all__ = ["Allocator", "CostBook", "NotWithinBudget", "Unit", "parse_budget", "PRIOR_P_DECIDE"]
+
+PRIOR_P_DECIDE = 0.5  # a claim never run here: as likely decided as not
+SAFETY = 1.15  # a step is granted only where 1.15 times its estimate fits: estimates are last run's, not this one's
+_UNITS = {"s": 1.0, "m": 60.0, "h": 3600.0}
+
+
+class NotWithinBudget(RuntimeError):
+    """A claim (or its next look) does not fit what is left of the run's wall-time budget; it was not started."""
+
+
+def parse_budget(text: str | None) -> float | None:
+    """`--budget` in seconds: `15m`, `90s`, `1.5h`, a bare number of minutes; `none` (or unset) for no budget."""
+    if text is None or text.strip().lower() in ("none", "off", ""):
+        return None
+    m = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([smh]?)\s*", text.lower())
+    if not m or float(m.group(1)) <= 0:
+        raise ValueError(f"--budget must be a positive time such as 15m, 900s or 1.5h, or none; got {text!r}")
+    return float(m.group(1)) * _UNITS[m.group(2) or "m"]
+
+
+@dataclass(frozen=True)
+class Unit:
+    """A claim waiting to start: its estimated cost to the end and the probability it ends decided."""
+
+    key: str
+    cost_s: float
+    p_decide: float = PRIOR_P_DECIDE
+
+    @property
+    def value(self) -> float:
+        """Probability of a decision per second of cost."""
+        return self.p_decide / max(self.cost_s, 1e-3)
+
+
+@dataclass
+class Allocator:
+    """The run's budget and its ledger: who was admitted, who was refused and why, the seconds spent."""
+
+    limit_s: float | None
+    clock: Callable[[], float] = time.monotonic
+    safety: float = SAFETY
+    started_at: float = field(init=False)
+    waiting: dict[str, Unit] = field(default_factory=dict)
+    granted: list[dict[str, Any]] = field(default_factory=list)
+    refused: dict[str, str] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        self.started_at = self.clock()
+
+    def elapsed(self) -> float:
+        return self.clock() - self.started_at
+
+    def remaining(self) -> float:
+        return math.inf if self.limit_s is None else self.limit_s - self.elapsed()
+
+    def plan(self, units: Iterable[Unit]) -> None:
+        """The claims this run may still start (each waits until its first grant or refusal)."""
+        for u in units:
+            self.waiting[u.key] = u
+
+    def request(self, key: str, step_s: float, *, to_end_s: float | None = None,
+                p_decide: float = PRIOR_P_DECIDE) -> str | None:
+        """Ask for the next step of `key` (its first look or test, or a later look) estimated at `step_s` seconds,
+        `to_end_s` to its last look: None where granted, else the reason it is refused. The step must fit the
+        budget left after reserving every waiting claim worth more than this one (value = p_decide / to_end_s)."""
+        self.waiting.pop(key, None)
+        if self.limit_s is None:
+            return None
+        mine = Unit(key, to_end_s if to_end_s is not None else step_s, p_decide)
+        reserve = sum(u.cost_s for u in self.waiting.values() if u.value > mine.value)
+        left = self.remaining()
+        need = step_s * self.safety
+        if need <= left - reserve:
+            self.granted.append({"key": key, "step_s": round(step_s, 3), "at_s": round(self.elapsed(), 3)})
+            return None
+        why = (f"not decided within the budget: its next step needs ~{need:.0f} s, {max(left, 0):.0f} s of the "
+               f"{self.limit_s:.0f} s budget are left")
+        why += f" and {reserve:.0f} s are kept for claims worth more" if reserve > 0 and need <= left else ""
+        self.refused[key] = why
+        return why
+
+    def summary(self) -> dict[str, Any]:
+        return {"limit_s": self.limit_s, "spent_s": round(self.elapsed(), 3), "steps_granted": len(self.granted),
+                "refused": dict(self.refused)}
+
+
+@dataclass
+class CostBook:
+    """Seconds per fixture setup and per test phase, as last measured: what a test will cost before it runs."""
+
+    fixtures: dict[str, float] = field(default_factory=dict)  # wider-scoped fixture name -> seconds of one setup
+    tests: dict[str, float] = field(default_factory=dict)  # nodeid -> its own setup, call and teardown seconds
+    decided: dict[str, bool] = field(default_factory=dict)  # nodeid -> whether it ended decided last time
+    source: str = ""
+
+    def cost_of(self, nodeid: str, pending_fixtures: Iterable[str], default_s: float) -> float:
+        """Estimated seconds of a test whose wider fixtures `pending_fixtures` are not yet set up."""
+        return self.tests.get(nodeid, default_s) + sum(self.fixtures.get(f, 0.0) for f in pending_fixtures)
+
+    def p_decide(self, nodeid: str) -> float:
+        """Last run's outcome as the chance of a decision: decided 0.9, undecided 0.1, never seen the prior."""
+        if nodeid not in self.decided:
+            return PRIOR_P_DECIDE
+        return 0.9 if self.decided[nodeid] else 0.1
+
+    def merged(self, newer: "CostBook") -> "CostBook":
+        return CostBook({**self.fixtures, **newer.fixtures}, {**self.tests, **newer.tests},
+                        {**self.decided, **newer.decided}, newer.source or self.source)
+
+    def to_json(self) -> dict[str, Any]:
+        return {"source": self.source, "fixtures": self.fixtures, "tests": self.tests, "decided": self.decided}
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> "CostBook":
+        return cls({str(k): float(v) for k, v in (data.get("fixtures") or {}).items()},
+                   {str(k): float(v) for k, v in (data.get("tests") or {}).items()},
+                   {str(k): bool(v) for k, v in (data.get("decided") or {}).items()}, str(data.get("source", "")))
+
+    @classmethod
+    def load(cls, *paths: Path) -> "CostBook":
+        """The books at `paths` merged in order (a later one's figures win); a missing file adds nothing."""
+        book = cls()
+        for p in paths:
+            if p.is_file():
+                try:
+                    book = book.merged(cls.from_json(json.loads(p.read_text())))
+                except (ValueError, TypeError, AttributeError) as exc:
+                    raise ValueError(f"{p}: not a cost book ({exc}); delete it to start afresh") from exc
+        return book
+
+
+DECIDED_VERDICTS = ("supported", "refuted", "pass", "fail", "error")
+
+
+def book_from_results(results: Mapping[str, Any], source: str = "") -> CostBook:
+    """The costs a run measured, from its report (`results.json`): each wider-scoped fixture's seconds per setup,
+    each test's own setup, call and teardown seconds (exclusive of the fixtures timed inside), and whether its
+    claim ended decided."""
+    fixtures: dict[str, float] = {}
+    tests: dict[str, float] = {}
+    # a test that did not run (skipped, or refused by the budget) measured nothing of its cost
+    unrun = {t["nodeid"] for t in results.get("tests") or [] if t.get("outcome") in ("skipped", "budget")}
+    for p in (results.get("timing") or {}).get("phases") or []:
+        kind, name, wall = p.get("kind"), str(p.get("name", "")), float(p.get("wall_s") or 0.0)
+        if kind == "fixture" and p.get("scope") not in (None, "function"):
+            fixtures[name.removeprefix("fixture ")] = wall / max(int(p.get("count") or 1), 1)
+        elif kind in ("setup", "call", "teardown"):
+            nodeid = name.removeprefix(f"{kind} ")
+            if nodeid not in unrun:
+                tests[nodeid] = tests.get(nodeid, 0.0) + wall
+    verdicts = {s["id"]: s.get("verdict") for s in results.get("specs") or [] if "id" in s}
+    decided = {t["nodeid"]: verdicts.get(t.get("spec_id")) in DECIDED_VERDICTS
+               for t in results.get("tests") or [] if t["nodeid"] not in unrun}
+    return CostBook(fixtures, tests, decided, source)

@@ -1,0 +1,120 @@
+"""The pytest side of `--budget`: every benchmark-tier test asks the run's allocator (`harness.budget`) before it
+sets anything up, a sequential claim asks again before each later look, and the costs the run measured are kept
+for the next run (`<cache_dir>/budget/costs.json`). A test refused reads `budget` ("not decided within the
+budget"); under xdist each worker has the whole budget, since they spend it side by side."""
+from __future__ import annotations
+
+import json
+import math
+from importlib import resources
+from pathlib import Path
+from typing import Any, Generator
+
+import pytest
+
+from harness.budget import Allocator, CostBook, Unit, book_from_results, parse_budget
+from harness.plugin.state import CONTROL_KEY, RESULTS_KEY, harness_config_of
+
+BUDGET_KEY = pytest.StashKey["BudgetHooks"]()
+DEFAULT_TEST_S = 60.0  # a test this machine has never timed: a minute, until the run measures it
+COSTS_FILE = Path("budget") / "costs.json"
+
+
+def budget_of(config: pytest.Config) -> "BudgetHooks | None":
+    """The session's budget, where `--budget` set one."""
+    hooks = config.stash.get(BUDGET_KEY, None)
+    return hooks if hooks is not None and hooks.allocator.limit_s is not None else None
+
+
+def prior_book() -> CostBook:
+    """The packaged costs, measured on the reference machine (their `source` says which run)."""
+    return CostBook.from_json(json.loads(resources.files("harness").joinpath("budget_prior.json").read_text()))
+
+
+def _budgeted(item: pytest.Item) -> bool:
+    return item.get_closest_marker("benchmark") is not None and item.stash.get(CONTROL_KEY, None) is None
+
+
+def _wider_fixtures(item: pytest.Item) -> list[tuple[str, Any]]:
+    """The item's session-, package-, module- and class-scoped fixtures, with their definitions."""
+    info = getattr(item, "_fixtureinfo", None)
+    if info is None:
+        return []
+    out = []
+    for name in info.names_closure:
+        defs = info.name2fixturedefs.get(name)
+        if defs and defs[-1].scope != "function":
+            out.append((name, defs[-1]))
+    return out
+
+
+class BudgetHooks:
+    """Admits each benchmark test, and each later look of a sequential claim, within the run's budget."""
+
+    def __init__(self, config: pytest.Config, limit_s: float | None):
+        self.config = config
+        self.path = harness_config_of(config).harness.cache_dir / COSTS_FILE
+        self.book = prior_book().merged(CostBook.load(self.path))
+        self.allocator = Allocator(limit_s)
+
+    def cost_of(self, item: pytest.Item, pending: list[str]) -> float:
+        return self.book.cost_of(item.nodeid, pending, DEFAULT_TEST_S)
+
+    @pytest.hookimpl(trylast=True)
+    def pytest_collection_modifyitems(self, items: list[pytest.Item]) -> None:
+        """Every benchmark test waits in the plan, each wider fixture's setup counted at its first user."""
+        if self.allocator.limit_s is None:
+            return
+        seen: set[str] = set()
+        units = []
+        for item in items:
+            if not _budgeted(item):
+                continue
+            pending = [n for n, _ in _wider_fixtures(item) if n not in seen]
+            seen.update(pending)
+            units.append(Unit(item.nodeid, self.cost_of(item, pending), self.book.p_decide(item.nodeid)))
+        self.allocator.plan(units)
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_runtest_setup(self, item: pytest.Item) -> None:
+        """Refuse, before any fixture is set up, a test whose estimated cost does not fit."""
+        if self.allocator.limit_s is None or not _budgeted(item):
+            return
+        from harness.budget import NotWithinBudget
+
+        pending = [n for n, d in _wider_fixtures(item) if getattr(d, "cached_result", None) is None]
+        why = self.allocator.request(item.nodeid, self.cost_of(item, pending), p_decide=self.book.p_decide(item.nodeid))
+        if why is not None:
+            raise NotWithinBudget(why)
+
+    def look(self, nodeid: str, step_s: float, to_end_s: float, p_decide: float | None) -> str | None:
+        """A sequential claim's next look: None where granted, else why not."""
+        p = p_decide if p_decide is not None and math.isfinite(p_decide) else self.book.p_decide(nodeid)
+        return self.allocator.request(nodeid, step_s, to_end_s=to_end_s, p_decide=p)
+
+    @pytest.hookimpl(wrapper=True, trylast=True)
+    def pytest_sessionfinish(self, session: pytest.Session) -> Generator[None, Any, Any]:
+        """After the report is written: this run's costs kept for the next (a worker leaves it to the controller)."""
+        result = yield
+        results = self.config.stash.get(RESULTS_KEY, None)
+        if results is not None and not hasattr(self.config, "workerinput"):
+            measured = book_from_results(results, source="measured by this project's last run")
+            if measured.tests:
+                from harness.report.atomic import atomic_write
+
+                self.path.parent.mkdir(parents=True, exist_ok=True)
+                kept = CostBook.load(self.path).merged(measured)
+                atomic_write(self.path, json.dumps(kept.to_json(), indent=1, sort_keys=True))
+        return result
+
+
+def register(config: pytest.Config) -> None:
+    """Parse `--budget` (a usage error names a bad value) and register the hooks once."""
+    try:
+        limit = parse_budget(config.getoption("budget", None))
+    except ValueError as exc:
+        raise pytest.UsageError(str(exc)) from None
+    if BUDGET_KEY not in config.stash:
+        hooks = BudgetHooks(config, limit)
+        config.stash[BUDGET_KEY] = hooks
+        config.pluginmanager.register(hooks, "rag-harness-budget")

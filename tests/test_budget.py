@@ -1,0 +1,150 @@
+"""The run's wall-time budget (`harness.budget`): parsing, the allocator's rule on a fake clock, the cost book, and
+the sequential loop stopping where the budget refuses a look."""
+from __future__ import annotations
+
+import json
+import math
+
+import numpy as np
+import pytest
+
+from harness.budget import (Allocator, CostBook, NotWithinBudget, Unit, book_from_results, parse_budget,
+                            PRIOR_P_DECIDE)
+from harness.stats.sequential import SequentialDesign, replay, run_sequential
+
+pytestmark = pytest.mark.unit
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.t = 1000.0
+
+    def __call__(self) -> float:
+        return self.t
+
+
+@pytest.mark.parametrize("text, seconds", [("15m", 900.0), ("90s", 90.0), ("1.5h", 5400.0), ("2", 120.0),
+                                           (" 10 M ", 600.0), ("none", None), (None, None), ("off", None)])
+def test_parse_budget(text, seconds):
+    assert parse_budget(text) == seconds
+
+
+@pytest.mark.parametrize("text", ["15x", "-3m", "0", "fifteen", "m"])
+def test_parse_budget_refuses_nonsense(text):
+    with pytest.raises(ValueError, match="--budget must be a positive time"):
+        parse_budget(text)
+
+
+def test_no_budget_grants_everything():
+    a = Allocator(None)
+    assert a.request("x", 1e9) is None and a.remaining() == math.inf and not a.refused
+
+
+def test_a_step_is_granted_only_where_it_fits_with_the_safety_margin():
+    clock = Clock()
+    a = Allocator(100.0, clock=clock, safety=1.0)
+    assert a.request("a", 60.0) is None
+    clock.t += 60.0  # 40 s left
+    assert a.request("b", 40.0) is None  # exactly fits
+    assert a.request("c", 40.01) is not None
+    assert "not decided within the budget" in a.refused["c"]
+    assert Allocator(100.0, clock=Clock(), safety=1.15).request("d", 90.0) is not None  # 103.5 s > 100 s
+
+
+def test_waiting_claims_worth_more_are_reserved():
+    a = Allocator(100.0, clock=Clock(), safety=1.0)
+    a.plan([Unit("cheap-likely", 30.0, 0.9), Unit("dear-unlikely", 200.0, 0.1)])
+    # 80 s of a 0.5-chance claim (value 0.5/80) leaves 20 s, less than the 30 s kept for the likelier, cheaper claim
+    why = a.request("mid", 80.0, p_decide=0.5)
+    assert why is not None and "30 s are kept for claims worth more" in why
+    # the dear, unlikely claim is worth less than this one: nothing is kept for it
+    assert a.request("small", 70.0, p_decide=0.5) is None
+    # a claim's own plan entry is not a reservation against itself
+    assert a.request("cheap-likely", 30.0, p_decide=0.9) is None
+    assert a.summary()["steps_granted"] == 2 and set(a.summary()["refused"]) == {"mid"}
+
+
+def test_unit_value_is_probability_per_second():
+    assert Unit("u", 20.0, 0.5).value == pytest.approx(0.025)
+    assert Unit("u", 0.0, 0.5).value == pytest.approx(500.0)  # a free claim: the floor keeps it finite
+
+
+def test_cost_book_cost_prior_and_merge(tmp_path):
+    book = CostBook({"study": 200.0, "store": 50.0}, {"t::a": 10.0}, {"t::a": True, "t::b": False})
+    assert book.cost_of("t::a", ["study"], 60.0) == 210.0
+    assert book.cost_of("t::new", [], 60.0) == 60.0
+    assert book.cost_of("t::a", ["unknown-fixture"], 60.0) == 10.0
+    assert (book.p_decide("t::a"), book.p_decide("t::b"), book.p_decide("t::c")) == (0.9, 0.1, PRIOR_P_DECIDE)
+    newer = CostBook({"study": 100.0}, {"t::c": 1.0}, {}, "newer")
+    m = book.merged(newer)
+    assert m.fixtures == {"study": 100.0, "store": 50.0} and m.tests == {"t::a": 10.0, "t::c": 1.0}
+    path = tmp_path / "costs.json"
+    path.write_text(json.dumps(m.to_json()))
+    assert CostBook.load(tmp_path / "missing.json", path) == m
+    path.write_text("[1, 2]")
+    with pytest.raises(ValueError, match=f"{path}: not a cost book"):
+        CostBook.load(path)
+
+
+def test_book_from_results_by_hand():
+    results = {"timing": {"phases": [
+        {"kind": "fixture", "scope": "session", "name": "fixture store", "wall_s": 30.0, "count": 2},
+        {"kind": "fixture", "scope": "module", "name": "fixture study", "wall_s": 7.0, "count": 1},
+        {"kind": "fixture", "scope": "function", "name": "fixture tmp_path", "wall_s": 5.0, "count": 9},
+        {"kind": "setup", "name": "setup t.py::a", "wall_s": 0.5},
+        {"kind": "call", "name": "call t.py::a", "wall_s": 4.0},
+        {"kind": "teardown", "name": "teardown t.py::a", "wall_s": 0.25},
+        {"kind": "call", "name": "call t.py::b", "wall_s": 1.0},
+        {"kind": "setup", "name": "setup t.py::c", "wall_s": 0.001}]},
+        "specs": [{"id": "A", "verdict": "refuted"}, {"id": "B", "verdict": "inconclusive"}],
+        "tests": [{"nodeid": "t.py::a", "spec_id": "A", "outcome": "failed"},
+                  {"nodeid": "t.py::b", "spec_id": "B", "outcome": "passed"},
+                  {"nodeid": "t.py::c", "spec_id": "B", "outcome": "budget"}]}
+    book = book_from_results(results, "here")
+    assert book.fixtures == {"store": 15.0, "study": 7.0}
+    assert book.tests == {"t.py::a": 4.75, "t.py::b": 1.0}
+    assert book.decided == {"t.py::a": True, "t.py::b": False}
+
+
+def test_the_packaged_prior_loads_and_names_its_source():
+    from harness.plugin.budget import prior_book
+
+    book = prior_book()
+    assert book.tests and book.fixtures and "c43bb45" in book.source
+
+
+def _scores(n: int = 30, d: float = 0.02, seed: int = 3) -> tuple[np.ndarray, np.ndarray]:
+    rng = np.random.default_rng(seed)
+    base = rng.uniform(0.2, 0.8, n)
+    return np.clip(base + d + rng.normal(0, 0.3, n), 0, 1), base
+
+
+def test_run_sequential_stops_where_the_budget_refuses_a_look():
+    from harness.stats._effect import paired_effect
+    from harness.stats._verdict import Decision, decide
+
+    c, b = _scores()
+    design = SequentialDesign((10, 20, 30), boundary="anytime")
+    asked: list[tuple[int, int, float | None]] = []
+
+    def may_continue(k: int, n: int, p: float | None) -> str | None:
+        asked.append((k, n, p))
+        return "not decided within the budget: test" if k == 2 else None
+
+    out = run_sequential(design, lambda n, conf: paired_effect(c[:n], b[:n], confidence=conf, seed=1),
+                         lambda e, final: decide(e, ">", 0.0, Decision("ci")), futility_threshold=None,
+                         may_continue=may_continue)
+    assert [k for k, _, _ in asked] == [1, 2] and [n for _, n, _ in asked] == [20, 30]
+    assert all(p is None for _, _, p in asked)  # no futility: no decision probability to pass
+    assert out.stopped_at == 2 and out.queries_used == 20 and out.budget_reason is not None
+    ctx = out.as_context()
+    assert ctx["stopped"] == "not decided within the budget at look 2" and ctx["budget"].endswith("test")
+    # the looks it took are the looks the claim takes without a budget: same n, same intervals
+    free = replay(c, b, design, ">", 0.0, Decision("ci"))
+    assert [(lk.n, lk.ci) for lk in out.looks] == [(lk.n, lk.ci) for lk in free.looks[:2]]
+
+
+def test_not_within_budget_is_not_a_model_error():
+    from harness.llm.results import LLMError
+
+    assert not issubclass(NotWithinBudget, LLMError)

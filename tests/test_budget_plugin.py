@@ -1,0 +1,138 @@
+"""`--budget` as a user runs it: a claim whose cost (as last measured) does not fit reads `budget`, a sequential
+claim stops at the look the budget refuses with that look's interval kept, the run's costs are kept for the next
+run, and a bad value stops the run in one line."""
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from tests.pytester_kit import new_project
+
+pytestmark = pytest.mark.integration
+pytest_plugins = ["pytester"]
+
+CATALOGUE = """
+specs:
+  - id: DEAR
+    title: A claim that takes long
+    marker: benchmark
+    decision: estimate
+    metric: seconds
+    comparator: ">="
+    threshold: 0
+    source: demo
+  - id: CHEAP
+    title: A claim that is quick
+    marker: benchmark
+    decision: estimate
+    metric: seconds
+    comparator: ">="
+    threshold: 0
+    source: demo
+  - id: SEQ
+    title: A technique improves the score
+    marker: benchmark
+    decision: ci
+    metric: score(technique) - score(baseline)
+    comparator: ">"
+    threshold: 0
+    source: demo
+"""
+
+TESTS = """
+import time
+import numpy as np
+import pytest
+from harness.stats import paired_effect
+
+pytestmark = pytest.mark.benchmark
+
+
+@pytest.mark.spec("DEAR")
+def test_dear(rag_check):
+    rag_check("DEAR", 1.0)
+
+
+@pytest.mark.spec("CHEAP")
+def test_cheap(rag_check):
+    rag_check("CHEAP", 1.0)
+
+
+@pytest.mark.spec("SEQ")
+def test_seq(rag_check_sequential):
+    d = np.array([0.3, -0.03] * 15)
+    base = np.full(len(d), 0.05)
+
+    def measure_at(n, confidence):
+        time.sleep({per_query} * n)  # the queries' cost: what the budget's estimate of the next look reads
+        print("DRAWN", n)
+        return paired_effect(base[:n] + d[:n], base[:n], confidence=confidence), {{}}
+
+    rag_check_sequential("SEQ", measure_at, len(d), available=len(d))
+"""
+
+
+@pytest.fixture
+def project(pytester: pytest.Pytester) -> pytest.Pytester:
+    p = new_project(pytester, CATALOGUE)
+    return p
+
+
+def _costs(project: pytest.Pytester, tests: dict[str, float]) -> None:
+    path = project.path / ".cache" / "rag-harness" / "budget" / "costs.json"
+    path.parent.mkdir(parents=True)
+    path.write_text(json.dumps({"source": "test", "fixtures": {}, "tests": tests, "decided": {}}))
+
+
+def _run(project: pytest.Pytester, *args: str, per_query: float = 0.0):
+    project.makepyfile(test_claims=TESTS.format(per_query=per_query))
+    result = project.runpytest_subprocess("--report-dir", "out", "-s", "--spec-coverage=off", *args)
+    data = json.loads((project.path / "out" / "results.json").read_text())
+    return result, {r["id"]: r for r in data["specs"]}, data
+
+
+def test_a_claim_that_does_not_fit_reads_budget(project: pytest.Pytester):
+    _costs(project, {"test_claims.py::test_dear[DEAR]": 5000.0, "test_claims.py::test_cheap[CHEAP]": 0.1,
+                     "test_claims.py::test_seq[SEQ]": 0.1})
+    result, rows, data = _run(project, "--budget", "1m")
+    assert rows["DEAR"]["verdict"] == "budget" and rows["CHEAP"]["verdict"] == "pass"
+    assert "not decided within the budget" in " ".join(t["message"] for t in data["tests"]
+                                                      if t["spec_id"] == "DEAR")
+    assert data["budget"]["limit_s"] == 60.0 and list(data["budget"]["refused"]) == ["test_claims.py::test_dear[DEAR]"]
+    out = result.stdout.str()
+    assert "1 claim not decided within the budget" in out
+    # without a budget every claim runs
+    _, rows, data = _run(project, "--report-dir", "out")
+    assert rows["DEAR"]["verdict"] == "pass" and "budget" not in data
+
+
+def test_the_run_keeps_its_measured_costs_for_the_next(project: pytest.Pytester):
+    _run(project, "--budget", "10m")
+    kept = json.loads((project.path / ".cache" / "rag-harness" / "budget" / "costs.json").read_text())
+    assert set(kept["tests"]) >= {"test_claims.py::test_dear[DEAR]", "test_claims.py::test_cheap[CHEAP]",
+                                  "test_claims.py::test_seq[SEQ]"}
+    assert kept["decided"]["test_claims.py::test_cheap[CHEAP]"] is True  # a pass is a decision
+    assert kept["decided"]["test_claims.py::test_seq[SEQ]"] is False  # no effect: inconclusive after every look
+
+
+def test_a_sequential_claim_stops_at_the_look_the_budget_refuses(project: pytest.Pytester):
+    """0.3 s a query: look 1 (10 queries) takes 3 s, look 2 would take another 3 s, and 4 s are all there is."""
+    _costs(project, {"test_claims.py::test_seq[SEQ]": 0.1, "test_claims.py::test_dear[DEAR]": 0.1,
+                     "test_claims.py::test_cheap[CHEAP]": 0.1})
+    result, rows, data = _run(project, "--budget", "4s", "-k", "seq", per_query=0.3)
+    out = result.stdout.str()
+    assert "DRAWN 10" in out and "DRAWN 20" not in out
+    row = rows["SEQ"]
+    assert row["verdict"] == "budget"
+    seq = row["sequential"]
+    assert seq["stopped_at_look"] == 1 and seq["stopped"] == "not decided within the budget at look 1"
+    assert row["ci"] is not None and row["n"] == 10  # the last look's interval stays on the row
+    assert "stopped: not decided within the budget at look 1" in out
+
+
+def test_a_bad_budget_stops_the_run_in_one_line(project: pytest.Pytester):
+    project.makepyfile(test_claims=TESTS.format(per_query=0.0))
+    result = project.runpytest_subprocess("--budget", "15x")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    assert "--budget must be a positive time such as 15m, 900s or 1.5h, or none; got '15x'" in result.stderr.str()
