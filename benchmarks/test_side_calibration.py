@@ -20,7 +20,7 @@ import pytest
 from harness import provenance
 from harness.stats import calibration_sides as sides
 
-pytestmark = pytest.mark.benchmark
+pytestmark = [pytest.mark.benchmark, pytest.mark.selfcheck]  # the harness checking itself
 SEED = 36
 DESIGNS = {30: (10, 20, 30), 225: (45, 90, 135, 180, 225)}
 SIMS = 4000  # per population and design with the truth at the threshold: MC SE 0.0025 at a 0.025 rate

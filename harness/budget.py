@@ -1,12 +1,13 @@
 """One wall-time budget shared by the claims of a run (`--budget`), and the rule that spends it.
 
-A claim (one test) is admitted, and each later look of a sequential claim is granted, only where its estimated
-cost fits what is left of the budget after the claims still waiting that are worth more are reserved: worth is the
-predicted probability that the claim ends decided per second of what it still costs (a thresholding bandit with
-costs, Locatelli et al. 2016's ordering by value). The allocator decides only *whether* a claim takes its next
-planned look, never at what n: the looks are the claim's own, so its per-side error and coverage hold under any
-allocation (an anytime-valid interval holds at any stopping time). A claim it refuses reads "not decided within the
-budget", with its last interval where it had one.
+A claim (one test) is admitted, and each later look of a sequential claim is granted, only where the plan for
+what is left of the budget takes it: the claims still waiting and this step, picked greedily by decisions expected
+per second of cost (the knapsack's greedy rule; a study that serves several claims is costed once and worth all of
+them). A claim's worth is the probability that it ends decided: futility's predictive probability between looks,
+else what its last run here says. The allocator decides only *whether* a claim takes its next planned look, never
+at what n: the looks are the claim's own, so its per-side error and coverage hold under any allocation (an
+anytime-valid interval holds at any stopping time). A claim it refuses reads "not decided within the budget", with
+its last interval where it had one.
 
 Costs come from the run's own timing: each fixture a test needs and has not yet set up, plus the test's own phases,
 as last measured (`CostBook`: `<cache_dir>/budget/costs.json`, else the packaged prior measured on the reference
@@ -20,9 +21,9 @@ import re
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Iterable, Mapping
+from typing import Any, Callable, Iterable, Mapping, Sequence
 
-__all__ = ["Allocator", "CostBook", "NotWithinBudget", "Unit", "parse_budget", "PRIOR_P_DECIDE"]
+__all__ = ["Allocator", "CostBook", "NotWithinBudget", "Unit", "parse_budget", "plan_within", "PRIOR_P_DECIDE"]
 
 PRIOR_P_DECIDE = 0.5  # a claim never run here: as likely decided as not
 SAFETY = 1.15  # a step is granted only where 1.15 times its estimate fits: estimates are last run's, not this one's
@@ -45,16 +46,59 @@ def parse_budget(text: str | None) -> float | None:
 
 @dataclass(frozen=True)
 class Unit:
-    """A claim waiting to start: its estimated cost to the end and the probability it ends decided."""
+    """A claim's next step (a test, or a sequential claim's next look): its own seconds, the probability it ends
+    decided, the shared set-ups it needs that are not yet done (a study, an index: their seconds are the
+    allocator's `fixture_s`), and the seconds to the claim's last look where its worth should be read over more than
+    this step."""
 
     key: str
     cost_s: float
     p_decide: float = PRIOR_P_DECIDE
+    fixtures: frozenset[str] = frozenset()
+    to_end_s: float | None = None
 
     @property
     def value(self) -> float:
-        """Probability of a decision per second of cost."""
-        return self.p_decide / max(self.cost_s, 1e-3)
+        """Decisions expected per second of what it still costs (set-ups apart)."""
+        return self.p_decide / max(self.to_end_s if self.to_end_s is not None else self.cost_s, 1e-3)
+
+
+def plan_within(units: Sequence[Unit], fixture_s: Mapping[str, float], capacity_s: float, *,
+                shared_s: float = 5.0) -> list[str]:
+    """The steps a budget of `capacity_s` seconds takes, chosen greedily by decisions expected per second: a
+    candidate is one unit, or the units that need one shared set-up of `shared_s` seconds or more (all of them, and
+    those that need no other such set-up: a study serves several claims, so its worth is theirs together and its
+    cost is counted once); each pick's set-ups are then done for the rest. Ties go to the earlier candidate. Keys in
+    the order picked."""
+    chosen: list[str] = []
+    have: set[str] = set()
+    left = capacity_s
+    todo = {u.key: u for u in units}
+    while todo:
+        candidates = [[u] for u in todo.values()]
+        shared = {f for u in todo.values() for f in u.fixtures if f not in have and fixture_s.get(f, 0.0) >= shared_s}
+        for f in sorted(shared):  # every user of a shared set-up, and those of them that need no other
+            users = [u for u in todo.values() if f in u.fixtures]
+            alone = [u for u in users if not (u.fixtures - have - {f}) & shared]
+            candidates += [users] + ([alone] if alone and len(alone) < len(users) else [])
+        best: tuple[float, list[Unit], set[str], float] | None = None
+        for group in candidates:
+            setups = set().union(*(u.fixtures for u in group)) - have
+            cost = sum(u.cost_s for u in group) + sum(fixture_s.get(f, 0.0) for f in setups)
+            if cost > left:
+                continue
+            value = (sum(u.p_decide for u in group) / max(cost, 1e-3) if len(group) > 1 or setups
+                     else group[0].value)
+            if best is None or value > best[0]:
+                best = (value, group, setups, cost)
+        if best is None:
+            break
+        for u in best[1]:
+            chosen.append(u.key)
+            del todo[u.key]
+        have |= best[2]
+        left -= best[3]
+    return chosen
 
 
 @dataclass
@@ -64,6 +108,7 @@ class Allocator:
     limit_s: float | None
     clock: Callable[[], float] = time.monotonic
     safety: float = SAFETY
+    fixture_s: dict[str, float] = field(default_factory=dict)  # seconds of each shared set-up, as last measured
     started_at: float = field(init=False)
     waiting: dict[str, Unit] = field(default_factory=dict)
     granted: list[dict[str, Any]] = field(default_factory=list)
@@ -78,29 +123,34 @@ class Allocator:
     def remaining(self) -> float:
         return math.inf if self.limit_s is None else self.limit_s - self.elapsed()
 
-    def plan(self, units: Iterable[Unit]) -> None:
-        """The claims this run may still start (each waits until its first grant or refusal)."""
+    def plan(self, units: Iterable[Unit], *, replace: bool = False) -> None:
+        """The claims this run may still start, each waiting until its first grant or refusal (`replace`: these
+        and no others, their costs as things stand now)."""
+        if replace:
+            self.waiting = {}
         for u in units:
             self.waiting[u.key] = u
 
-    def request(self, key: str, step_s: float, *, to_end_s: float | None = None,
-                p_decide: float = PRIOR_P_DECIDE) -> str | None:
-        """Ask for the next step of `key` (its first look or test, or a later look) estimated at `step_s` seconds,
-        `to_end_s` to its last look: None where granted, else the reason it is refused. The step must fit the
-        budget left after reserving every waiting claim worth more than this one (value = p_decide / to_end_s)."""
+    def request(self, key: str, step_s: float, *, to_end_s: float | None = None, p_decide: float = PRIOR_P_DECIDE,
+                fixtures: Iterable[str] = ()) -> str | None:
+        """Ask for the next step of `key` (a test, or a later look) of `step_s` seconds plus the set-ups
+        `fixtures` it needs: None where granted, else the reason it is refused. It is granted where the plan for
+        the budget left (`plan_within` over this step and every claim still waiting, each step's estimate times
+        `safety`) takes it: a claim worth less waits behind those worth more and is refused where they leave too
+        little."""
         self.waiting.pop(key, None)
         if self.limit_s is None:
             return None
-        mine = Unit(key, to_end_s if to_end_s is not None else step_s, p_decide)
-        reserve = sum(u.cost_s for u in self.waiting.values() if u.value > mine.value)
-        left = self.remaining()
-        need = step_s * self.safety
-        if need <= left - reserve:
+        mine = Unit(key, step_s, p_decide, frozenset(fixtures), to_end_s)
+        left = self.remaining() / self.safety
+        if key in plan_within([mine, *self.waiting.values()], self.fixture_s, left):
             self.granted.append({"key": key, "step_s": round(step_s, 3), "at_s": round(self.elapsed(), 3)})
             return None
-        why = (f"not decided within the budget: its next step needs ~{need:.0f} s, {max(left, 0):.0f} s of the "
-               f"{self.limit_s:.0f} s budget are left")
-        why += f" and {reserve:.0f} s are kept for claims worth more" if reserve > 0 and need <= left else ""
+        need = (step_s + sum(self.fixture_s.get(f, 0.0) for f in mine.fixtures)) * self.safety
+        why = (f"not decided within the budget: its next step needs ~{need:.0f} s, {max(self.remaining(), 0):.0f} s "
+               f"of the {self.limit_s:.0f} s budget are left")
+        if need <= self.remaining():
+            why += ", kept for claims worth more"
         self.refused[key] = why
         return why
 

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from harness.budget import (Allocator, CostBook, NotWithinBudget, Unit, book_from_results, parse_budget,
-                            PRIOR_P_DECIDE)
+                            plan_within, PRIOR_P_DECIDE)
 from harness.stats.sequential import SequentialDesign, replay, run_sequential
 
 pytestmark = pytest.mark.unit
@@ -51,22 +51,35 @@ def test_a_step_is_granted_only_where_it_fits_with_the_safety_margin():
     assert Allocator(100.0, clock=Clock(), safety=1.15).request("d", 90.0) is not None  # 103.5 s > 100 s
 
 
-def test_waiting_claims_worth_more_are_reserved():
+def test_waiting_claims_worth_more_are_kept_their_share():
     a = Allocator(100.0, clock=Clock(), safety=1.0)
     a.plan([Unit("cheap-likely", 30.0, 0.9), Unit("dear-unlikely", 200.0, 0.1)])
-    # 80 s of a 0.5-chance claim (value 0.5/80) leaves 20 s, less than the 30 s kept for the likelier, cheaper claim
+    # 80 s of a 0.5-chance claim (0.5/80 a second) leaves 20 s, less than the 30 s of the likelier, cheaper claim
     why = a.request("mid", 80.0, p_decide=0.5)
-    assert why is not None and "30 s are kept for claims worth more" in why
-    # the dear, unlikely claim is worth less than this one: nothing is kept for it
+    assert why is not None and why.endswith("kept for claims worth more")
+    # 70 s fits beside the 30 s claim; the dear, unlikely claim does not fit at all, so it keeps nothing
     assert a.request("small", 70.0, p_decide=0.5) is None
-    # a claim's own plan entry is not a reservation against itself
-    assert a.request("cheap-likely", 30.0, p_decide=0.9) is None
+    assert a.request("cheap-likely", 30.0, p_decide=0.9) is None  # its own plan entry is no reservation against it
     assert a.summary()["steps_granted"] == 2 and set(a.summary()["refused"]) == {"mid"}
 
 
-def test_unit_value_is_probability_per_second():
-    assert Unit("u", 20.0, 0.5).value == pytest.approx(0.025)
-    assert Unit("u", 0.0, 0.5).value == pytest.approx(500.0)  # a free claim: the floor keeps it finite
+def test_a_shared_set_up_is_costed_once_and_worth_all_its_claims():
+    """A 90 s study serving three claims (0.9 each, 2.7 decisions for ~90 s) beats a 40 s claim of 0.5 (0.0125/s)
+    even though each study claim alone (0.9 for 90 s, 0.01/s) would not."""
+    fixtures = {"study": 90.0, "config": 0.01}
+    units = [Unit(f"study-{i}", 0.0, 0.9, frozenset({"study", "config"})) for i in range(3)]
+    lone = Unit("lone", 40.0, 0.5, frozenset({"config"}))
+    assert plan_within([lone, *units], fixtures, 100.0) == ["study-0", "study-1", "study-2"]
+    assert plan_within([lone, units[0]], fixtures, 100.0) == ["lone"]  # one claim alone: the lone one is worth more
+    assert plan_within([lone, *units], fixtures, 150.0)[-1] == "lone"  # room for both: the study first
+    # a member that also needs a second dear set-up does not drag it into the study's bundle
+    judged = Unit("judged", 0.0, 0.1, frozenset({"study", "judge"}))
+    picked = plan_within([*units, judged], {**fixtures, "judge": 200.0}, 100.0)
+    assert picked == ["study-0", "study-1", "study-2"]
+    a = Allocator(100.0, clock=Clock(), safety=1.0, fixture_s=fixtures)
+    a.plan([lone, *units[1:]])
+    assert a.request("study-0", 0.0, p_decide=0.9, fixtures={"study", "config"}) is None
+    assert a.request("lone", 40.0, p_decide=0.5, fixtures={"config"}) is not None  # 10 s left after the study
 
 
 def test_cost_book_cost_prior_and_merge(tmp_path):

@@ -55,35 +55,42 @@ class BudgetHooks:
         self.config = config
         self.path = harness_config_of(config).harness.cache_dir / COSTS_FILE
         self.book = prior_book().merged(CostBook.load(self.path))
-        self.allocator = Allocator(limit_s)
-
-    def cost_of(self, item: pytest.Item, pending: list[str]) -> float:
-        return self.book.cost_of(item.nodeid, pending, DEFAULT_TEST_S)
+        self.allocator = Allocator(limit_s, fixture_s=dict(self.book.fixtures))
+        self.items: list[pytest.Item] = []  # the benchmark tests, in run order
+        self.started: set[str] = set()  # those that have asked (granted or refused)
 
     @pytest.hookimpl(trylast=True)
     def pytest_collection_modifyitems(self, items: list[pytest.Item]) -> None:
-        """Every benchmark test waits in the plan, each wider fixture's setup counted at its first user."""
+        """The benchmark tests, in the order they will run, wait in the plan."""
         if self.allocator.limit_s is None:
             return
-        seen: set[str] = set()
-        units = []
-        for item in items:
-            if not _budgeted(item):
-                continue
-            pending = [n for n, _ in _wider_fixtures(item) if n not in seen]
-            seen.update(pending)
-            units.append(Unit(item.nodeid, self.cost_of(item, pending), self.book.p_decide(item.nodeid)))
-        self.allocator.plan(units)
+        self.items = [item for item in items if _budgeted(item)]
+        self.replan(set())
+
+    def unit_of(self, item: pytest.Item, set_up: set[str]) -> Unit:
+        """A test as the allocator sees it: its own seconds, its chance of a decision, the wider fixtures it still
+        needs (their seconds are the allocator's `fixture_s`)."""
+        return Unit(item.nodeid, self.book.tests.get(item.nodeid, DEFAULT_TEST_S), self.book.p_decide(item.nodeid),
+                    frozenset(n for n, _ in _wider_fixtures(item) if n not in set_up))
+
+    def replan(self, set_up: set[str]) -> None:
+        """The waiting tests' costs as things stand, the fixtures already set up counted as done."""
+        self.allocator.plan((self.unit_of(i, set_up) for i in self.items if i.nodeid not in self.started),
+                            replace=True)
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_runtest_setup(self, item: pytest.Item) -> None:
-        """Refuse, before any fixture is set up, a test whose estimated cost does not fit."""
+        """Refuse, before any fixture is set up, a test the plan for the budget left does not take."""
         if self.allocator.limit_s is None or not _budgeted(item):
             return
         from harness.budget import NotWithinBudget
 
-        pending = [n for n, d in _wider_fixtures(item) if getattr(d, "cached_result", None) is None]
-        why = self.allocator.request(item.nodeid, self.cost_of(item, pending), p_decide=self.book.p_decide(item.nodeid))
+        defs = {n: d for i in self.items for n, d in _wider_fixtures(i)}
+        set_up = {n for n, d in defs.items() if getattr(d, "cached_result", None) is not None}
+        self.started.add(item.nodeid)
+        self.replan(set_up)
+        mine = self.unit_of(item, set_up)
+        why = self.allocator.request(item.nodeid, mine.cost_s, p_decide=mine.p_decide, fixtures=mine.fixtures)
         if why is not None:
             raise NotWithinBudget(why)
 
