@@ -161,3 +161,59 @@ def test_not_within_budget_is_not_a_model_error():
     from harness.llm.results import LLMError
 
     assert not issubclass(NotWithinBudget, LLMError)
+
+
+def test_the_budget_line_and_section():
+    from harness.report.html.page import budget_html
+    from harness.report.terminal import budget_line
+
+    b = {"limit_s": 780.0, "spent_s": 741.6, "steps_granted": 30,
+         "refused": {"t.py::a": "not decided within the budget: x", "t.py::b<": "y"}}
+    assert budget_line(b) == "budget: 742 s of 780 s spent; 2 claims not decided within the budget"
+    assert budget_line({**b, "refused": {"t.py::a": "x"}}).endswith("1 claim not decided within the budget")
+    html = budget_html(b)
+    assert "<h2>The run's budget</h2>" in html and "t.py::b&lt;" in html and html.count("<tr>") == 3
+
+
+def _cut_run(design: SequentialDesign, c: np.ndarray, b: np.ndarray, threshold: float, stop_at: int):
+    """The production loop on recorded scores, its budget refusing every look from `stop_at` (0-based) on."""
+    from harness.stats._effect import paired_effect
+    from harness.stats._verdict import Decision, decide
+
+    return run_sequential(design, lambda n, conf: paired_effect(c[:n], b[:n], confidence=conf, seed=1),
+                          lambda e, final: decide(e, ">", threshold, Decision("ci"), interim=not final),
+                          may_continue=lambda k, n, p: "refused" if k >= stop_at else None)
+
+
+def test_a_budget_never_changes_a_decided_verdict_on_recorded_scores():
+    """On real per-query scores (the harness's own dense, BM25 and hybrid runs on Cranfield and halueval-qa), 300
+    claims run to the end and again under a budget that refuses a random later look: every claim the budgeted run
+    decides, it decides as the free run does, at the same look; a refused one is undecided, never refuted."""
+    from pathlib import Path
+
+    from harness.stats._verdict import Decision
+
+    sets = json.loads((Path(__file__).resolve().parents[1] / "fixtures" / "calibration" / "per_query_scores.json")
+                      .read_text())["sets"]
+    pairs = [(sets[s][f"{a}:nDCG@10"], sets[s]["dense:nDCG@10"]) for s in ("cranfield", "halueval-qa")
+             for a in ("bm25", "hybrid")]
+    rng = np.random.default_rng(37)
+    design = SequentialDesign((10, 20, 30), boundary="anytime")
+    decided_both = refused = 0
+    for i in range(300):
+        cand, base = (np.asarray(x, float) for x in pairs[i % len(pairs)])
+        idx = rng.choice(len(cand), 30, replace=False)
+        c, b = cand[idx], base[idx]
+        threshold = float(rng.choice([-0.4, -0.1, 0.0, 0.05, 0.4]))
+        free = replay(c, b, design, ">", threshold, Decision("ci"))
+        stop_at = int(rng.integers(1, 4))  # 3: the budget refuses nothing
+
+        cut = _cut_run(design, c, b, threshold, stop_at)
+        if cut.budget_reason is not None:
+            refused += 1
+            assert cut.verdict.verdict not in ("supported", "refuted")
+            assert [lk.verdict for lk in cut.looks] == [lk.verdict for lk in free.looks[:len(cut.looks)]]
+        else:
+            decided_both += cut.verdict.verdict in ("supported", "refuted")
+            assert (cut.verdict.verdict, cut.stopped_at) == (free.verdict.verdict, free.stopped_at)
+    assert refused > 50 and decided_both > 30  # both kinds of path were exercised

@@ -113,6 +113,8 @@ def render_html(results: dict[str, Any]) -> str:
         body += ["<h2>Retrieval quality by technique</h2>", charts]
     if lat:
         body += ["<h2>Latency ratios (dashed line: 1.0×)</h2>", lat]
+    if results.get("budget"):
+        body += [budget_html(results["budget"])]
     if "selfchecks" in results:
         from harness.report.selfchecks import selfcheck_html
 
@@ -167,3 +169,13 @@ def render_comparison(baseline: dict[str, Any], candidate: dict[str, Any]) -> st
     head = (f"<h1>rag-harness comparison</h1><div class=muted>baseline {_e(baseline.get('run', {}).get('git_commit'))}"
             f" → candidate {_e(candidate.get('run', {}).get('git_commit'))}</div>")
     return _page("rag-harness comparison", head + trans_html + "<h2>All claims</h2>" + table)
+
+
+def budget_html(budget: dict[str, Any]) -> str:
+    """The run's budget (`--budget`): the line the terminal prints, then each claim refused and why."""
+    from harness.report.terminal import budget_line
+
+    rows = "".join(f"<tr><td>{escape(str(k))}</td><td>{escape(str(v))}</td></tr>"
+                   for k, v in sorted((budget.get("refused") or {}).items()))
+    table = f"<table><tr><th>test</th><th>why</th></tr>{rows}</table>" if rows else ""
+    return f"<h2>The run's budget</h2><p class=\"muted\">{escape(budget_line(budget))}</p>{table}"
