@@ -10,7 +10,7 @@ anytime-valid interval holds at any stopping time). A claim it refuses reads "no
 its last interval where it had one.
 
 Costs come from the run's own timing: each fixture a test needs and has not yet set up, plus the test's own phases,
-as last measured (`CostBook`: `<cache_dir>/budget/costs.json`, else the packaged prior measured on the reference
+as last measured (`CostBook`: `<cache_dir>/budget/costs-<model>.json`, else the packaged prior measured on the reference
 machine). Pure logic: the pytest side is `harness.plugin.budget`.
 """
 from __future__ import annotations

@@ -217,3 +217,39 @@ def test_a_budget_never_changes_a_decided_verdict_on_recorded_scores():
             decided_both += cut.verdict.verdict in ("supported", "refuted")
             assert (cut.verdict.verdict, cut.stopped_at) == (free.verdict.verdict, free.stopped_at)
     assert refused > 50 and decided_both > 30  # both kinds of path were exercised
+
+
+def test_the_book_is_rescaled_to_the_runs_pace(monkeypatch):
+    """Tests the book says take 10 s each take 30 s here: after 20 estimated seconds, every estimate triples."""
+    import harness.plugin.budget as pb
+
+    hooks = object.__new__(pb.BudgetHooks)
+    hooks.book = CostBook({"study": 50.0}, {"a": 10.0, "b": 10.0, "c": 10.0}, {})
+    hooks.allocator = Allocator(1000.0, fixture_s=dict(hooks.book.fixtures))
+    hooks.scale, hooks._running, hooks._pace = 1.0, {}, [0.0, 0.0]
+    now = [0.0]
+    monkeypatch.setattr(pb.time, "monotonic", lambda: now[0])
+
+    class Report:
+        when = "teardown"
+
+        def __init__(self, nodeid: str) -> None:
+            self.nodeid = nodeid
+
+    for i, key in enumerate(("a", "b")):
+        hooks._running[key] = (10.0, now[0])
+        now[0] += 30.0
+        hooks.pytest_runtest_logreport(Report(key))
+        assert hooks.scale == (1.0 if i == 0 else 3.0)  # 10 estimated seconds are too few to judge the pace by
+    assert hooks.allocator.fixture_s == {"study": 150.0}
+    hooks._running["c"] = (10.0, now[0])
+    now[0] += 1000.0  # far slower still: the scale is capped at 4
+    hooks.pytest_runtest_logreport(Report("c"))
+    assert hooks.scale == 4.0
+
+
+def test_costs_are_kept_per_model(tmp_path):
+    from harness.plugin.budget import costs_path
+
+    assert costs_path(tmp_path, "local/smollm2-135m-instruct") == tmp_path / "budget" / "costs-local-smollm2-135m-instruct.json"
+    assert costs_path(tmp_path, "openai/gpt-4o-mini").name == "costs-openai-gpt-4o-mini.json"

@@ -80,7 +80,7 @@ def project(pytester: pytest.Pytester) -> pytest.Pytester:
 
 
 def _costs(project: pytest.Pytester, tests: dict[str, float]) -> None:
-    path = project.path / ".cache" / "rag-harness" / "budget" / "costs.json"
+    path = project.path / ".cache" / "rag-harness" / "budget" / "costs-local-smollm2-135m-instruct.json"
     path.parent.mkdir(parents=True)
     path.write_text(json.dumps({"source": "test", "fixtures": {}, "tests": tests, "decided": {}}))
 
@@ -109,7 +109,8 @@ def test_a_claim_that_does_not_fit_reads_budget(project: pytest.Pytester):
 
 def test_the_run_keeps_its_measured_costs_for_the_next(project: pytest.Pytester):
     _run(project, "--budget", "10m")
-    kept = json.loads((project.path / ".cache" / "rag-harness" / "budget" / "costs.json").read_text())
+    kept = json.loads((project.path / ".cache" / "rag-harness" / "budget" /
+                       "costs-local-smollm2-135m-instruct.json").read_text())
     assert set(kept["tests"]) >= {"test_claims.py::test_dear[DEAR]", "test_claims.py::test_cheap[CHEAP]",
                                   "test_claims.py::test_seq[SEQ]"}
     assert kept["decided"]["test_claims.py::test_cheap[CHEAP]"] is True  # a pass is a decision

@@ -1,11 +1,13 @@
 """The pytest side of `--budget`: every benchmark-tier test asks the run's allocator (`harness.budget`) before it
 sets anything up, a sequential claim asks again before each later look, and the costs the run measured are kept
-for the next run (`<cache_dir>/budget/costs.json`). A test refused reads `budget` ("not decided within the
+for the next run (`<cache_dir>/budget/costs-<model>.json`). A test refused reads `budget` ("not decided within the
 budget"); under xdist each worker has the whole budget, since they spend it side by side."""
 from __future__ import annotations
 
 import json
 import math
+import re
+import time
 from importlib import resources
 from pathlib import Path
 from typing import Any, Generator
@@ -17,7 +19,13 @@ from harness.plugin.state import CONTROL_KEY, RESULTS_KEY, harness_config_of
 
 BUDGET_KEY = pytest.StashKey["BudgetHooks"]()
 DEFAULT_TEST_S = 60.0  # a test this machine has never timed: a minute, until the run measures it
-COSTS_FILE = Path("budget") / "costs.json"
+SCALE_AFTER_S = 20.0  # estimated seconds run before the run's own pace rescales the book (another model, machine)
+SCALE_RANGE = (0.25, 4.0)
+
+
+def costs_path(cache_dir: Path, model: str) -> Path:
+    """Where a model's measured costs are kept: `<cache_dir>/budget/costs-<model>.json`."""
+    return cache_dir / "budget" / f"costs-{re.sub(r'[^A-Za-z0-9._-]+', '-', model).strip('-')}.json"
 
 
 def budget_of(config: pytest.Config) -> "BudgetHooks | None":
@@ -53,11 +61,15 @@ class BudgetHooks:
 
     def __init__(self, config: pytest.Config, limit_s: float | None):
         self.config = config
-        self.path = harness_config_of(config).harness.cache_dir / COSTS_FILE
+        h = harness_config_of(config).harness
+        self.path = costs_path(h.cache_dir, h.llm.model)
         self.book = prior_book().merged(CostBook.load(self.path))
         self.allocator = Allocator(limit_s, fixture_s=dict(self.book.fixtures))
         self.items: list[pytest.Item] = []  # the benchmark tests, in run order
         self.started: set[str] = set()  # those that have asked (granted or refused)
+        self.scale = 1.0  # this run's pace over the book's: actual seconds / estimated, over the tests run so far
+        self._running: dict[str, tuple[float, float]] = {}  # nodeid -> (its estimate, when it started)
+        self._pace = [0.0, 0.0]  # estimated, actual seconds of the tests finished
 
     @pytest.hookimpl(trylast=True)
     def pytest_collection_modifyitems(self, items: list[pytest.Item]) -> None:
@@ -70,8 +82,8 @@ class BudgetHooks:
     def unit_of(self, item: pytest.Item, set_up: set[str]) -> Unit:
         """A test as the allocator sees it: its own seconds, its chance of a decision, the wider fixtures it still
         needs (their seconds are the allocator's `fixture_s`)."""
-        return Unit(item.nodeid, self.book.tests.get(item.nodeid, DEFAULT_TEST_S), self.book.p_decide(item.nodeid),
-                    frozenset(n for n, _ in _wider_fixtures(item) if n not in set_up))
+        return Unit(item.nodeid, self.scale * self.book.tests.get(item.nodeid, DEFAULT_TEST_S),
+                    self.book.p_decide(item.nodeid), frozenset(n for n, _ in _wider_fixtures(item) if n not in set_up))
 
     def replan(self, set_up: set[str]) -> None:
         """The waiting tests' costs as things stand, the fixtures already set up counted as done."""
@@ -93,6 +105,20 @@ class BudgetHooks:
         why = self.allocator.request(item.nodeid, mine.cost_s, p_decide=mine.p_decide, fixtures=mine.fixtures)
         if why is not None:
             raise NotWithinBudget(why)
+        estimate = mine.cost_s + sum(self.allocator.fixture_s.get(f, 0.0) for f in mine.fixtures)
+        self._running[item.nodeid] = (estimate / self.scale, time.monotonic())
+
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        """A test's whole time against its estimate: once enough has run, the book's figures are rescaled to this
+        run's pace (a slower model or machine than the one measured)."""
+        if report.when != "teardown" or report.nodeid not in self._running:
+            return
+        estimate, t0 = self._running.pop(report.nodeid)
+        self._pace[0] += estimate
+        self._pace[1] += time.monotonic() - t0
+        if self._pace[0] >= SCALE_AFTER_S:
+            self.scale = min(max(self._pace[1] / self._pace[0], SCALE_RANGE[0]), SCALE_RANGE[1])
+            self.allocator.fixture_s = {k: v * self.scale for k, v in self.book.fixtures.items()}
 
     def look(self, nodeid: str, step_s: float, to_end_s: float, p_decide: float | None) -> str | None:
         """A sequential claim's next look: None where granted, else why not."""

@@ -119,7 +119,8 @@ class ReportHooks:
 
         budget = budget_of(self.config)
         if budget is not None:  # what --budget allowed, spent and refused (per process under xdist)
-            results["budget"] = budget.allocator.summary()
+            results["budget"] = {**budget.allocator.summary(), "pace": round(budget.scale, 3),
+                                 "costs_from": str(budget.path)}
         self.config.stash[RESULTS_KEY] = results
         self.config._harness_report_paths = write_results(results, hc.harness.report_dir)  # type: ignore[attr-defined]
         if self.config.getoption("strict_verdicts") and any(r["verdict"] == "inconclusive" for r in results["specs"]):
