@@ -84,6 +84,35 @@ def betting_bounds(rows: np.ndarray, lower: float | np.ndarray, upper: float | n
     return out[0], out[1]
 
 
+def betting_covers(rows: np.ndarray, lower: float | np.ndarray, upper: float | np.ndarray,
+                   value: float | np.ndarray, *, confidence: float = 0.95, c: float = TRUNCATION) -> np.ndarray:
+    """Whether each row's betting confidence sequence at time n holds `value` (a scalar, or one per row): what
+    `betting_bounds`' low <= value <= high says, read from one capital per side at `value` instead of a bisection
+    for each bound (K⁺ nonincreasing and K⁻ nondecreasing in m, so m is in the sequence exactly when neither
+    gambler's capital at m has reached 2/α; `value` is clipped to the bisection's [ε, 1 − ε] as the bounds are).
+    Rows of n = 0 hold every value of their range."""
+    x = np.atleast_2d(np.asarray(rows, dtype=np.float64))
+    k = x.shape[0]
+    lo_b = np.broadcast_to(np.asarray(lower, dtype=np.float64), (k,))
+    hi_b = np.broadcast_to(np.asarray(upper, dtype=np.float64), (k,))
+    v = np.broadcast_to(np.asarray(value, dtype=np.float64), (k,))
+    if not np.all(hi_b > lo_b):
+        raise ValueError(f"the values' range must have upper > lower, got [{lower}, {upper}]")
+    inside = (lo_b <= v) & (v <= hi_b)
+    if x.shape[1] == 0:
+        return np.asarray(inside)
+    span = (hi_b - lo_b)[:, None]
+    u = (x - lo_b[:, None]) / span
+    if u.min() < -1e-9 or u.max() > 1 + 1e-9:
+        raise ValueError(f"values outside their declared range [{lower}, {upper}]")
+    u = np.clip(u, 0.0, 1.0)
+    alpha = 1 - confidence
+    lam = bets(u, alpha)
+    thr = math.log(2 / alpha)
+    m = np.clip((v - lo_b) / (hi_b - lo_b), _EPS, 1 - _EPS)
+    return np.asarray(inside & (log_capital(u, lam, m, +1, c) < thr) & (log_capital(u, lam, m, -1, c) < thr))
+
+
 def betting_interval(values: Floats, lower: float, upper: float, *, confidence: float = 0.95,
                      c: float = TRUNCATION) -> tuple[float, float]:
     """The betting confidence sequence for the mean of `values` (each in [lower, upper]) at time len(values)."""
