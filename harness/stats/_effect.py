@@ -134,7 +134,7 @@ def _wilcoxon_p(d: np.ndarray) -> float:
 def paired_effect(candidate: Floats, baseline: Floats, *, relative: bool = False,
                   bounds: tuple[float, float] | None = (0.0, 1.0), confidence: float = 0.95,
                   interval: str | None = None, binary: bool = False, n_resamples: int = 10_000,
-                  seed: int = 0) -> Effect:
+                  seed: int = 0, tests: bool = True) -> Effect:
     """The paired effect of candidate over baseline: mean difference, or mean(c)/mean(b) - 1 when `relative`.
 
     `bounds` are the metric's (min, max) per query (recall, nDCG, accuracy: 0..1; None: unbounded).
@@ -146,6 +146,8 @@ def paired_effect(candidate: Floats, baseline: Floats, *, relative: bool = False
     linear contrast c − ρ·b has a betting interval holding 0, "delta" the delta method's est ± t·sd(ψ)/√n; the
     verdict decides on the linear contrast at the claim's threshold (`relative_contrast`), which the effect keeps
     its pairs for. Inside `anytime_intervals()` a bounded metric's default interval is "betting".
+    `tests=False` leaves the p-values out (`p_values` empty): for a caller that decides on the interval alone, such as
+    a calibration deciding thousands of simulated claims by their intervals.
     """
     a = np.asarray(candidate, dtype=np.float64)
     b = np.asarray(baseline, dtype=np.float64)
@@ -165,7 +167,7 @@ def paired_effect(candidate: Floats, baseline: Floats, *, relative: bool = False
     counts = dict(improved=int(np.sum(d > _TIE)), unchanged=int(np.sum(np.abs(d) <= _TIE)),
                   degraded=int(np.sum(d < -_TIE)))
     p_values: dict[str, float] = {}
-    if n:
+    if n and tests:
         p_values = {"t": paired_t_pvalue(d), "permutation": _permutation_p(d, n_resamples, seed),
                     "wilcoxon": _wilcoxon_p(d)}
         if binary:
