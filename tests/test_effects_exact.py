@@ -582,3 +582,12 @@ def test_difference_interval_of_bounded_scores_stays_within_the_bounds():
                                                                                              abs=1e-4)
     assert paired_effect([0.5, 0.0, 0.5], [0.0, 0.5, 0.0], bounds=(0, 2)).ci == pytest.approx((-1.2676, 1.6009),
                                                                                              abs=1e-4)
+
+
+def test_the_verdicts_quantiles_are_scipys_remembered():
+    from harness.stats._verdict import _quantile
+
+    assert _quantile("norm", 0.975) == st.norm.ppf(0.975) and _quantile("norm", 0.8) == st.norm.ppf(0.8)
+    assert _quantile("t", 0.975, 29) == st.t.ppf(0.975, 29) and _quantile("chi2", 0.2, 29) == st.chi2.ppf(0.2, 29)
+    hits = _quantile.cache_info().hits
+    assert _quantile("t", 0.975, 29) == st.t.ppf(0.975, 29) and _quantile.cache_info().hits == hits + 1
