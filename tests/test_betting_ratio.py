@@ -129,3 +129,18 @@ def test_covers_agrees_with_confseq():
                         (ref_lo - 2 / 4000, False), (ref_hi + 2 / 4000, False)):
             if 0.0 <= v <= 1.0:
                 assert betting_covers(x, 0.0, 1.0, v, c=c)[0] == held, (name, c, v)
+
+
+def test_many_rows_bisect_as_one_row_does():
+    """`betting_bounds` bisects both bounds of few values in one pass and those of many one side after the other: the
+    same bounds, bit for bit, row by row."""
+    from harness.stats import betting
+
+    rng = np.random.default_rng(11)
+    rows = rng.beta(0.4, 1.5, (120, 225)) - rng.beta(0.4, 1.5, (120, 225))
+    assert rows.size > betting._STACK >= rows.shape[1]
+    lo, hi = betting_bounds(rows, -1.0, 1.0, confidence=0.99)
+    for i in range(0, 120, 7):
+        one = betting_bounds(rows[i:i + 1], -1.0, 1.0, confidence=0.99)
+        assert (one[0][0], one[1][0]) == (lo[i], hi[i])
+        assert lo[i] < rows[i].mean() < hi[i]
