@@ -7,17 +7,25 @@ choice was made among. `harness.stats.calibration_sides` runs the vectorised cop
 
 Populations: the harness's own dense, BM25 and hybrid runs on Cranfield (225 topics) and on a seeded sample of 3,000
 halueval-qa questions (one gold passage each), and the recorded per-query scores of the protocol's own claims
-(SmolLM2, 30 queries each: `fixtures/sequential/smollm2-fixed30.json`).
+(SmolLM2, 30 queries each: `fixtures/sequential/smollm2-fixed30.json`). A process under one of the statistics
+controls these specs name reads the retrieval runs from `fixtures/calibration/retrieval_runs.json` where they were
+recorded from the very same sets, embedder and sample (the control breaks the statistics, not the retrieval, so
+indexing and searching the sets again would only recompute the same numbers); the real run computes them live and
+`test_the_recorded_runs_are_the_live_ones` holds the record to them (`RAG_HARNESS_RECORD_RUNS=1` records them anew).
 """
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import numpy as np
 import pytest
 
 from harness import provenance
+from harness.data.qa import content_hash
+from harness.metrics.recorded import read_recorded, runs_key, write_recorded
+from harness.plugin.controls import statistics_control_in_force
 from harness.stats import calibration_sides as sides
 
 pytestmark = [pytest.mark.benchmark, pytest.mark.selfcheck]  # the harness checking itself
@@ -29,6 +37,8 @@ SHIFTS = (-2.0, -1.0, -0.5, 0.5, 1.0, 2.0)  # the truth in MDEs from the thresho
 LIMIT = sides.NOMINAL_SIDE + 2 * sides.side_se(SIMS)  # 0.0299
 RECORDED = Path(__file__).resolve().parents[1] / "fixtures" / "sequential" / "smollm2-fixed30.json"
 KIND_OF_SPEC = {"DIFFERENCE": "difference", "RELATIVE": "relative", "BINARY": "binary", "RATE": "proportion"}
+RUNS = Path(__file__).resolve().parents[1] / "fixtures" / "calibration" / "retrieval_runs.json"
+SETS = {"cranfield": None, "halueval-qa": 3000}  # each set's judged queries the runs take: all, or a seeded sample
 
 
 def _runs(ds, embedder, config, sample: int | None) -> dict[str, np.ndarray]:
@@ -51,11 +61,30 @@ def _runs(ds, embedder, config, sample: int | None) -> dict[str, np.ndarray]:
     return out
 
 
+def runs_key_of(name: str, sample: int | None, embedder_name: str, config) -> dict:
+    """What a set's runs are computed from: its content, the embedder and the queries taken."""
+    return runs_key(name, content_hash(config.harness.dataset_path(name)), embedder_name, sample=sample,
+                    seed=SEED if sample else None)
+
+
 @pytest.fixture(scope="module")
-def populations(rag_beir_dataset, rag_embedder, rag_config) -> list[tuple[sides.Population, str, float]]:
+def runs(rag_beir_dataset, rag_embedder, rag_config) -> dict[str, dict[str, np.ndarray]]:
+    """Each set's per-query runs (`_runs`): live; under a statistics control, the recorded ones where they were
+    recorded from this very set, embedder and sample."""
+    out = {}
+    for name, sample in SETS.items():
+        recorded = None
+        if statistics_control_in_force():
+            recorded = read_recorded(RUNS, runs_key_of(name, sample, rag_embedder.name, rag_config))
+        out[name] = recorded if recorded is not None else _runs(rag_beir_dataset(name), rag_embedder, rag_config,
+                                                                sample)
+    return out
+
+
+@pytest.fixture(scope="module")
+def populations(runs) -> list[tuple[sides.Population, str, float]]:
     """(population, comparator, threshold) of every claim kind on every real population."""
-    cr = _runs(rag_beir_dataset("cranfield"), rag_embedder, rag_config, None)
-    hq = _runs(rag_beir_dataset("halueval-qa"), rag_embedder, rag_config, 3000)
+    cr, hq = runs["cranfield"], runs["halueval-qa"]
     provenance.note_seed("calibration-sides", SEED)
     P = sides.Population
     out: list[tuple[sides.Population, str, float]] = []
@@ -90,7 +119,8 @@ def _reachable(pop: sides.Population, truth: float) -> bool:
 
 class Studies:
     """The studies of each claim kind, run on first use (a run under a control computes only the kinds its specs
-    read, and skips the power figures, which no verdict reads): `rows(kind, n_max)` is
+    read, and only what their verdicts read: the rule in use ("after"), not the others' figures or power):
+    `rows(kind, n_max)` is
     [(population, shape, {rule: SideResult}, {rule: {shift: P(right verdict)}}, MDE)]; `unreachable` names the
     populations whose values cannot reach their threshold (every query on one side of it)."""
 
@@ -116,16 +146,18 @@ class Studies:
                 self.unreachable.setdefault(kind, []).append(pop.name)
                 continue
             shape = sides.shape(pop, threshold)
+            figures_only = not active_control()  # the rules no verdict reads, beside the one in use
             for n_max, looks in DESIGNS.items():
                 res = {rule: sides.side_study(pop, looks, threshold, rule=rule, comparator=comparator, sims=SIMS,
                                               seed=SEED + i)
-                       for rule in ("before", "after", "t", "hall") if _has_rule(rule, kind)}
-                if n_max == 30:  # the candidate of a later first look: t at looks 20 and 30
+                       for rule in (("before", "after", "t", "hall") if figures_only else ("after",))
+                       if _has_rule(rule, kind)}
+                if n_max == 30 and figures_only:  # the candidate of a later first look: t at looks 20 and 30
                     res["t-first-look-20"] = sides.side_study(pop, (20, 30), threshold, rule="t", comparator=comparator,
                                                               sims=SIMS, seed=SEED + i)
                 step = sides.mde(pop, threshold, n_max)
                 power: dict[str, dict[float, float]] = {}
-                for rule in () if active_control() else ("before", "after"):
+                for rule in ("before", "after") if figures_only else ():
                     power[rule] = {}
                     for k in SHIFTS:
                         if _reachable(pop, threshold + k * step):
@@ -175,7 +207,7 @@ def test_each_side_held_at_the_threshold(rag_spec, studies, rag_check, rag_measu
                                                                   res["after"].false_refuted]
                                                          for p, _, res, _, _ in rows},
                                          before={p.name: [res["before"].false_supported, res["before"].false_refuted]
-                                                 for p, _, res, _, _ in rows}))
+                                                 for p, _, res, _, _ in rows if "before" in res}))
 
 
 @pytest.mark.spec("CALIB-SIDES-COVERAGE-N30", "CALIB-SIDES-COVERAGE-N225")
@@ -183,7 +215,7 @@ def test_the_stopping_interval_covers_the_truth(rag_spec, studies, rag_check):
     n_max = int(rag_spec.id.rsplit("-N", 1)[1])
     rows = [(kind, r) for kind in sides.KINDS for r in studies.rows(kind, n_max)]
     cov = {f"{kind}:{pop.name}": res["after"].coverage for kind, (pop, _, res, _, _) in rows}
-    before = {f"{kind}:{pop.name}": res["before"].coverage for kind, (pop, _, res, _, _) in rows}
+    before = {f"{kind}:{pop.name}": res["before"].coverage for kind, (pop, _, res, _, _) in rows if "before" in res}
     rag_check(rag_spec.id, min(cov.values()), **_ctx(n=len(cov) * SIMS, per_population=cov, before=before))
 
 
@@ -198,3 +230,25 @@ def test_the_error_gate_does_not_peek(rag_check, rag_measure):
                            every_look_rate=sides.error_gate_rate(0.05, lk, every_look=True, sims=sims, seed=SEED)))
     rag_check("CALIB-ERROR-GATE-N30", rate, **_ctx(n=sims, sims=sims, looks=list(looks), failure_rate=0.05,
                                                    fixed_n_rate=fixed, mc_se=float(np.sqrt(fixed * (1 - fixed) / sims))))
+
+
+def test_the_recorded_runs_are_the_live_ones(runs, rag_embedder, rag_config):
+    """The record a statistics control's process reads is today's live runs, value for value (the real run computes
+    them live; `RAG_HARNESS_RECORD_RUNS=1` records them anew, then this test compares what it wrote)."""
+    if statistics_control_in_force():
+        pytest.skip("under a statistics control the runs may come from the record itself")
+    for name, sample in SETS.items():
+        key = runs_key_of(name, sample, rag_embedder.name, rag_config)
+        if os.environ.get("RAG_HARNESS_RECORD_RUNS"):
+            write_recorded(RUNS, key, runs[name], source=(
+                "per-query nDCG@10 and Recall@10 of the harness's own dense, BM25 and hybrid RRF runs, top 10, as "
+                "benchmarks/test_side_calibration.py computes them live (`_runs`); read by the processes of the "
+                "statistics controls of the calibration specs (benchmarks/test_side_calibration.py, "
+                "benchmarks/test_calibration.py), whose key must match the set's content, the embedder and the "
+                "queries; RAG_HARNESS_RECORD_RUNS=1 pytest -m benchmark benchmarks/test_side_calibration.py -k "
+                "recorded records them anew"))
+        recorded = read_recorded(RUNS, key)
+        assert recorded is not None, f"{RUNS} holds no {name} runs recorded from {key} (RAG_HARNESS_RECORD_RUNS=1)"
+        assert sorted(recorded) == sorted(runs[name])
+        differ = [m for m in runs[name] if not np.array_equal(recorded[m], runs[name][m])]
+        assert not differ, f"{name}: the recorded {differ} are not today's live runs (RAG_HARNESS_RECORD_RUNS=1)"

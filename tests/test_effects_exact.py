@@ -45,6 +45,23 @@ def test_difference_effect_every_field():
     assert paired_effect(a, b, bounds=(0, 10)).attainable == pytest.approx((-b.mean(), 10 - b.mean()))
 
 
+def test_an_effect_without_tests_is_the_same_effect_without_p_values():
+    """`tests=False` (a caller deciding on the interval alone) leaves the p-values out and changes nothing else."""
+    from dataclasses import replace
+
+    from harness.stats._effect import anytime_intervals
+
+    a, b = _pair(2)
+    for kw in ({}, {"relative": True}, {"binary": True}, {"relative": True, "interval": "betting"},
+               {"interval": "betting", "confidence": 0.99}):
+        with_tests, without = paired_effect(a, b, **kw), paired_effect(a, b, tests=False, **kw)
+        assert with_tests.p_values and without.p_values == {} and without.p_value is None
+        assert without == replace(with_tests, p_values={}), kw
+        assert decide(without, ">=", 0.02, Decision("ci")) == decide(with_tests, ">=", 0.02, Decision("ci"))
+    with anytime_intervals():
+        assert paired_effect(a, b, tests=False) == replace(paired_effect(a, b), p_values={})
+
+
 def test_permutation_p_close_to_the_exact_sign_flip_distribution():
     rng = np.random.default_rng(5)
     d = rng.normal(0.3, 1.0, 12)
@@ -565,3 +582,12 @@ def test_difference_interval_of_bounded_scores_stays_within_the_bounds():
                                                                                              abs=1e-4)
     assert paired_effect([0.5, 0.0, 0.5], [0.0, 0.5, 0.0], bounds=(0, 2)).ci == pytest.approx((-1.2676, 1.6009),
                                                                                              abs=1e-4)
+
+
+def test_the_verdicts_quantiles_are_scipys_remembered():
+    from harness.stats._verdict import _quantile
+
+    assert _quantile("norm", 0.975) == st.norm.ppf(0.975) and _quantile("norm", 0.8) == st.norm.ppf(0.8)
+    assert _quantile("t", 0.975, 29) == st.t.ppf(0.975, 29) and _quantile("chi2", 0.2, 29) == st.chi2.ppf(0.2, 29)
+    hits = _quantile.cache_info().hits
+    assert _quantile("t", 0.975, 29) == st.t.ppf(0.975, 29) and _quantile.cache_info().hits == hits + 1

@@ -16,7 +16,7 @@ from typing import Any, Iterator
 import numpy as np
 from scipy import stats as _st
 
-from harness.stats.betting import betting_bounds, betting_interval
+from harness.stats.betting import betting_covers, betting_interval
 from harness.stats.intervals import (
     Bools, Floats, Interval, agresti_min_interval, agresti_min_sd, bca_from_replicates, bca_interval, fieller_interval, interval_sd,
     percentile_interval, t_interval, ties_interval, wilson_interval,
@@ -134,7 +134,7 @@ def _wilcoxon_p(d: np.ndarray) -> float:
 def paired_effect(candidate: Floats, baseline: Floats, *, relative: bool = False,
                   bounds: tuple[float, float] | None = (0.0, 1.0), confidence: float = 0.95,
                   interval: str | None = None, binary: bool = False, n_resamples: int = 10_000,
-                  seed: int = 0) -> Effect:
+                  seed: int = 0, tests: bool = True) -> Effect:
     """The paired effect of candidate over baseline: mean difference, or mean(c)/mean(b) - 1 when `relative`.
 
     `bounds` are the metric's (min, max) per query (recall, nDCG, accuracy: 0..1; None: unbounded).
@@ -146,6 +146,8 @@ def paired_effect(candidate: Floats, baseline: Floats, *, relative: bool = False
     linear contrast c − ρ·b has a betting interval holding 0, "delta" the delta method's est ± t·sd(ψ)/√n; the
     verdict decides on the linear contrast at the claim's threshold (`relative_contrast`), which the effect keeps
     its pairs for. Inside `anytime_intervals()` a bounded metric's default interval is "betting".
+    `tests=False` leaves the p-values out (`p_values` empty): for a caller that decides on the interval alone, such as
+    a calibration deciding thousands of simulated claims by their intervals.
     """
     a = np.asarray(candidate, dtype=np.float64)
     b = np.asarray(baseline, dtype=np.float64)
@@ -165,7 +167,7 @@ def paired_effect(candidate: Floats, baseline: Floats, *, relative: bool = False
     counts = dict(improved=int(np.sum(d > _TIE)), unchanged=int(np.sum(np.abs(d) <= _TIE)),
                   degraded=int(np.sum(d < -_TIE)))
     p_values: dict[str, float] = {}
-    if n:
+    if n and tests:
         p_values = {"t": paired_t_pvalue(d), "permutation": _permutation_p(d, n_resamples, seed),
                     "wilcoxon": _wilcoxon_p(d)}
         if binary:
@@ -252,15 +254,18 @@ def _betting_ratio(a: np.ndarray, b: np.ndarray, bounds: Interval | None, confid
     """The ratios − 1 whose linear contrast's betting interval holds 0 (a test-inverted, Fieller-type interval): the
     accepted ratios among the estimate and a grid of 257 points over [0, 4·(upper bound)/mean(b)], each end refined
     on `rounds` finer grids of `points` between its last rejected and first accepted point; an end at the grid's edge
-    is unbounded."""
-    top = 4.0 * float(bounds[1]) / float(b.mean()) if bounds else 4.0
+    is unbounded. A ratio is accepted when the contrast's confidence sequence holds 0 (`betting_covers`: one capital
+    per side, all the grid's ratios at once), not by bisecting for its bounds."""
+    if bounds is None:
+        raise ValueError("the betting interval needs the metric's bounds")
+    top = 4.0 * float(bounds[1]) / float(b.mean())
+    lo_v, hi_v = float(bounds[0]), float(bounds[1])
 
     def accepts(rho: np.ndarray) -> np.ndarray:
         r = np.asarray(rho, dtype=np.float64)
-        lo_r, hi_r = zip(*(_contrast_range(bounds, x - 1.0) for x in r))
-        lo, hi = betting_bounds(a[None, :] - r[:, None] * b[None, :], np.array(lo_r), np.array(hi_r),
-                                confidence=confidence)
-        return (lo <= 0.0) & (0.0 <= hi)
+        rr = 1.0 + (r - 1.0)  # the range of c − r·b for c, b in bounds, as `_contrast_range` at θ = r − 1 gives it
+        return betting_covers(a[None, :] - r[:, None] * b[None, :], lo_v - rr * hi_v, hi_v - rr * lo_v, 0.0,
+                              confidence=confidence)
 
     def refine(outside: float, inside: float) -> float:
         for _ in range(rounds):

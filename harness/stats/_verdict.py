@@ -39,6 +39,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import asdict, dataclass
+from functools import lru_cache
 from typing import Any, Literal
 
 from scipy import stats as _st
@@ -104,6 +105,15 @@ def _satisfies(x: float, comparator: Comparator, threshold: float) -> bool:
     return {">=": x >= threshold, ">": x > threshold, "<=": x <= threshold, "<": x < threshold}[comparator]
 
 
+@lru_cache(maxsize=4096)
+def _quantile(dist: str, q: float, df: int | None = None) -> float:
+    """scipy's `ppf` of the normal (`df` None), Student-t or χ² distribution, remembered: a verdict reads the same
+    few quantiles over and over (every look of every claim, and the search for the queries needed)."""
+    if dist == "norm":
+        return float(_st.norm.ppf(q))
+    return float((_st.t if dist == "t" else _st.chi2).ppf(q, df))
+
+
 def queries_needed(sd: float, margin: float, *, confidence: float = 0.95, power: float = POWER,
                    n: int | None = None) -> float | None:
     """Queries a new fixed-n study needs for `power` (80%) to decide a claim whose true distance from the threshold is
@@ -116,10 +126,10 @@ def queries_needed(sd: float, margin: float, *, confidence: float = 0.95, power:
     if margin <= 0:
         return float("inf")
     if n is not None and n > 1:
-        sd = sd * math.sqrt((n - 1) / _st.chi2.ppf(1 - POWER, n - 1))
+        sd = sd * math.sqrt((n - 1) / _quantile("chi2", 1 - POWER, n - 1))
     if sd == 0:
         return 2.0
-    z = _st.norm.ppf(0.5 + confidence / 2) + _st.norm.ppf(power)
+    z = _quantile("norm", 0.5 + confidence / 2) + _quantile("norm", power)
     m = max(2, math.ceil((z * sd / margin) ** 2))
     if m > _CAP:
         return float("inf")
@@ -133,7 +143,7 @@ def minimum_detectable_effect(sd: float, n: int, *, confidence: float = 0.95, po
     (t_{(1+c)/2, n-1} + t_{power, n-1})·sd/√n (the interval must clear the threshold on one side)."""
     if n < 2 or sd is None or not math.isfinite(sd):
         return float("inf")
-    return float((_st.t.ppf(0.5 + confidence / 2, n - 1) + _st.t.ppf(power, n - 1)) * sd / math.sqrt(n))
+    return float((_quantile("t", 0.5 + confidence / 2, n - 1) + _quantile("t", power, n - 1)) * sd / math.sqrt(n))
 
 
 def decide(effect: Effect, comparator: Comparator, threshold: float, decision: Decision, *,

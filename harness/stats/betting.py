@@ -27,6 +27,7 @@ from harness.stats.intervals import Floats
 TRUNCATION = 0.75
 _ITERATIONS = 48  # bisection steps: 2^-48 of the range
 _EPS = 1e-12
+_STACK = 20_000  # at most this many values (rows × n): both bounds bisected in one pass
 
 
 def bets(x: np.ndarray, alpha: float) -> np.ndarray:
@@ -39,11 +40,18 @@ def bets(x: np.ndarray, alpha: float) -> np.ndarray:
     return np.sqrt(2 * math.log(2 / alpha) / (s2_prev * t * np.log1p(t)))
 
 
-def log_capital(x: np.ndarray, lam: np.ndarray, m: np.ndarray, side: int, c: float = TRUNCATION) -> np.ndarray:
-    """log K⁺_n(m) (side +1) or log K⁻_n(m) (side −1) of each row of x at the row's candidate mean m (shape (rows,))."""
+def log_capital(x: np.ndarray, lam: np.ndarray, m: np.ndarray, side: int | np.ndarray,
+                c: float = TRUNCATION) -> np.ndarray:
+    """log K⁺_n(m) (side +1) or log K⁻_n(m) (side −1) of each row of x at the row's candidate mean m (shape (rows,));
+    `side` may also be one ±1 per row."""
     mm = m[:, None]
-    cap = c / np.maximum(mm, _EPS) if side > 0 else c / np.maximum(1 - mm, _EPS)
-    return np.asarray(np.sum(np.log1p(side * np.minimum(lam, cap) * (x - mm)), axis=1), dtype=np.float64)
+    sd: int | np.ndarray
+    if isinstance(side, np.ndarray):
+        sd = side[:, None]
+        cap = c / np.maximum(np.where(sd > 0, mm, 1 - mm), _EPS)
+    else:
+        sd, cap = side, (c / np.maximum(mm, _EPS) if side > 0 else c / np.maximum(1 - mm, _EPS))
+    return np.asarray(np.sum(np.log1p(sd * np.minimum(lam, cap) * (x - mm)), axis=1), dtype=np.float64)
 
 
 def betting_bounds(rows: np.ndarray, lower: float | np.ndarray, upper: float | np.ndarray, *,
@@ -66,22 +74,55 @@ def betting_bounds(rows: np.ndarray, lower: float | np.ndarray, upper: float | n
     alpha = 1 - confidence
     lam = bets(u, alpha)
     thr = math.log(2 / alpha)
-    out = []
-    for side in (+1, -1):
-        # K⁺ is nonincreasing in m: the lower bound is where it falls below 2/α; K⁻ mirrors it for the upper bound
-        a, b = np.full(k, _EPS), np.full(k, 1 - _EPS)
-        edge = a if side > 0 else b
-        rejected_at_edge = log_capital(u, lam, edge, side, c) >= thr
-        for _ in range(_ITERATIONS):
-            mid = (a + b) / 2
-            rejected = log_capital(u, lam, mid, side, c) >= thr
-            if side > 0:
-                a, b = np.where(rejected, mid, a), np.where(rejected, b, mid)
-            else:
-                a, b = np.where(rejected, a, mid), np.where(rejected, mid, b)
-        bound = np.where(rejected_at_edge, b if side > 0 else a, 0.0 if side > 0 else 1.0)
-        out.append(lo_b + bound * (hi_b - lo_b))
-    return out[0], out[1]
+    if k * x.shape[1] <= _STACK:  # few values: numpy's per-call overhead dominates, both gamblers in one pass
+        bound = _bisect(np.concatenate([u, u]), np.concatenate([lam, lam]), np.repeat([True, False], k), thr, c)
+        low, high = bound[:k], bound[k:]
+    else:  # many: one gambler after the other, half the memory
+        low, high = (_bisect(u, lam, np.full(k, up), thr, c) for up in (True, False))
+    return lo_b + low * (hi_b - lo_b), lo_b + high * (hi_b - lo_b)
+
+
+def _bisect(u: np.ndarray, lam: np.ndarray, up: np.ndarray, thr: float, c: float) -> np.ndarray:
+    """Each row's bound in [0, 1] by bisection: where K⁺ (rows with `up`, nonincreasing in m) falls below exp(thr)
+    (the lower bound), or K⁻ (the others, nondecreasing) rises to it (the upper bound); the range's end where the
+    gambler never reaches it."""
+    side = np.where(up, 1.0, -1.0)
+    a, b = np.full(len(up), _EPS), np.full(len(up), 1 - _EPS)
+    rejected_at_edge = log_capital(u, lam, np.where(up, a, b), side, c) >= thr
+    for _ in range(_ITERATIONS):
+        mid = (a + b) / 2
+        moves_a = (log_capital(u, lam, mid, side, c) >= thr) == up  # K⁺ rejected, or K⁻ not rejected, at mid
+        a, b = np.where(moves_a, mid, a), np.where(moves_a, b, mid)
+    return np.asarray(np.where(rejected_at_edge, np.where(up, b, a), np.where(up, 0.0, 1.0)))
+
+
+def betting_covers(rows: np.ndarray, lower: float | np.ndarray, upper: float | np.ndarray,
+                   value: float | np.ndarray, *, confidence: float = 0.95, c: float = TRUNCATION) -> np.ndarray:
+    """Whether each row's betting confidence sequence at time n holds `value` (a scalar, or one per row): what
+    `betting_bounds`' low <= value <= high says, read from one capital per side at `value` instead of a bisection
+    for each bound (K⁺ nonincreasing and K⁻ nondecreasing in m, so m is in the sequence exactly when neither
+    gambler's capital at m has reached 2/α; `value` is clipped to the bisection's [ε, 1 − ε] as the bounds are).
+    Rows of n = 0 hold every value of their range."""
+    x = np.atleast_2d(np.asarray(rows, dtype=np.float64))
+    k = x.shape[0]
+    lo_b = np.broadcast_to(np.asarray(lower, dtype=np.float64), (k,))
+    hi_b = np.broadcast_to(np.asarray(upper, dtype=np.float64), (k,))
+    v = np.broadcast_to(np.asarray(value, dtype=np.float64), (k,))
+    if not np.all(hi_b > lo_b):
+        raise ValueError(f"the values' range must have upper > lower, got [{lower}, {upper}]")
+    inside = (lo_b <= v) & (v <= hi_b)
+    if x.shape[1] == 0:
+        return np.asarray(inside)
+    span = (hi_b - lo_b)[:, None]
+    u = (x - lo_b[:, None]) / span
+    if u.min() < -1e-9 or u.max() > 1 + 1e-9:
+        raise ValueError(f"values outside their declared range [{lower}, {upper}]")
+    u = np.clip(u, 0.0, 1.0)
+    alpha = 1 - confidence
+    lam = bets(u, alpha)
+    thr = math.log(2 / alpha)
+    m = np.clip((v - lo_b) / (hi_b - lo_b), _EPS, 1 - _EPS)
+    return np.asarray(inside & (log_capital(u, lam, m, +1, c) < thr) & (log_capital(u, lam, m, -1, c) < thr))
 
 
 def betting_interval(values: Floats, lower: float, upper: float, *, confidence: float = 0.95,

@@ -13,7 +13,8 @@ from __future__ import annotations
 
 from harness.control_env import ENV, active_control  # ENV: set while a control runs
 from harness.plugin.controls.registry import (
-    CONTROLS, Control, apply_from_env, control, get_control, replace_everywhere, restore_everywhere,
+    CONTROLS, Control, apply_from_env, control, family_of, get_control, replace_everywhere, restore_everywhere,
+    statistics_control_in_force,
 )
 
 # every family registers its controls on import
@@ -21,5 +22,5 @@ from harness.plugin.controls import (  # noqa: F401
     clock, crag, e2e4, fusion, hyde, judge, llm, metrics, report, ret, retrieval, rewrite, runner, stats, wsop,
 )
 
-__all__ = ["CONTROLS", "ENV", "Control", "active_control", "apply_from_env", "control", "get_control",
-           "replace_everywhere", "restore_everywhere"]
+__all__ = ["CONTROLS", "ENV", "Control", "active_control", "apply_from_env", "control", "family_of", "get_control",
+           "replace_everywhere", "restore_everywhere", "statistics_control_in_force"]

@@ -83,3 +83,15 @@ def restore_everywhere() -> int:
                         setattr(mod, attr, original)
                         n += 1
     return n
+
+
+def family_of(name: str) -> str:
+    """The family a control belongs to: the module beside this one it is registered in (`stats`, `retrieval`, ...)."""
+    return get_control(name).apply.__module__.rsplit(".", 1)[-1]
+
+
+def statistics_control_in_force() -> bool:
+    """Whether the control in force (in this process or inherited by it) is one of the `stats` family, which breaks
+    the harness's statistics only: what a study reads from data and retrieval is then what the real run reads."""
+    name = active_control()
+    return bool(name) and name in CONTROLS and family_of(name) == "stats"
