@@ -263,7 +263,8 @@ DECIDED: tuple[VerdictName, ...] = ("supported", "refuted", "error")
 def run_sequential(design: SequentialDesign, effect_at: Callable[[int, float], Effect],
                    verdict_of: Callable[[Effect, bool], Verdict], *, available: int | None = None,
                    futility_threshold: float | None = None, futility_below: float = FUTILITY_BELOW,
-                   may_continue: Callable[[int, int, float | None], str | None] | None = None) -> SequentialOutcome:
+                   may_continue: Callable[[int, int, float | None], str | None] | None = None,
+                   decision_probability: Callable[..., float] | None = None) -> SequentialOutcome:
     """Look at n_1, n_2, … queries: `effect_at(n, confidence)` measures the effect on the first n queries with
     its interval at that confidence, `verdict_of(effect, final)` decides it (`final`: the last look); stop at the
     first supported, refuted or error verdict (a verdict object with a `.verdict` string), else after the last look.
@@ -278,7 +279,11 @@ def run_sequential(design: SequentialDesign, effect_at: Callable[[int, float], E
     With `may_continue(k, n, p)` (the run's budget, `harness.budget`), each look after the first is taken only where
     it returns None for look k (0-based) at n queries, p being the previous look's decision probability (None
     without `futility_threshold`); a reason stops the claim there, undecided. It chooses whether a planned look is
-    taken, never its n, so an anytime-valid interval keeps its level."""
+    taken, never its n, so an anytime-valid interval keeps its level.
+
+    `decision_probability` stands in for `harness.stats.futility.decision_probability` (same arguments: estimate,
+    interval, n, confidence, later looks, threshold): the allocator's calibration passes the values it computed for
+    many claims at once (`harness.stats._allocation_claims`), proven equal to it."""
     from harness.stats._effect import ANYTIME_METHODS, anytime_intervals
     from harness.stats import futility as _futility
 
@@ -309,8 +314,9 @@ def run_sequential(design: SequentialDesign, effect_at: Callable[[int, float], E
             break
         if futility_threshold is not None and k < len(design.looks) - 1:
             later = [(m, design.confidence_at(j)) for j, m in enumerate(design.looks) if j > k]
-            p = _futility.decision_probability(float(effect.estimate), (float(effect.ci[0]), float(effect.ci[1])),
-                                               n, conf, later, futility_threshold)
+            predict = decision_probability or _futility.decision_probability
+            p = predict(float(effect.estimate), (float(effect.ci[0]), float(effect.ci[1])), n, conf, later,
+                        futility_threshold)
             if _futility.is_futile(p, futility_below):
                 return SequentialOutcome(design, effect, _futility.futile_verdict(verdict), looks, avail,
                                          futile_probability=p)

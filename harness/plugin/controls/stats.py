@@ -94,3 +94,69 @@ def _futility_everything(mp: Any) -> None:
     from harness.stats import futility
 
     mp.setattr(futility, "is_futile", lambda p, below=futility.FUTILITY_BELOW: True)
+
+
+@control("allocator-picks-n-from-the-data",
+         breaks="while the budget allocator spends the run's budget, a claim takes a look at every query from the "
+                "10th and stops as soon as the fixed-n 95% interval excludes the threshold, read as its verdict (the "
+                "allocator picks n from the data)")
+def _allocator_picks_n(mp: Any) -> None:
+    from harness.stats import _allocation_claims as claims
+    from harness.stats import calibration_allocation as alloc
+
+    mp.setattr(alloc, "budgeted_rule", lambda: claims.PEEKING)
+
+
+@control("fixed-interval-at-early-stop",
+         breaks="a claim stopped before its last look (futile, or refused by the budget) reports the fixed-n 95% "
+                "interval of the queries it used instead of its confidence sequence")
+def _fixed_interval_at_early_stop(mp: Any) -> None:
+    from harness.stats import calibration_allocation as alloc
+
+    orig = alloc.stopping_interval
+
+    def fixed(outcome: Any, fixed_n: tuple[float, float]) -> tuple[float, float]:
+        return fixed_n if outcome.futile or outcome.budget_reason is not None else orig(outcome, fixed_n)
+
+    mp.setattr(alloc, "stopping_interval", fixed)
+
+
+@control("allocator-never-continues",
+         breaks="the budget allocator admits claims but refuses every later look of a sequential claim")
+def _allocator_never_continues(mp: Any) -> None:
+    from harness.budget import PRIOR_P_DECIDE, Allocator
+
+    orig = Allocator.request
+
+    def request(self: Any, key: str, step_s: float, *, to_end_s: float | None = None,
+                p_decide: float = PRIOR_P_DECIDE) -> str | None:
+        if to_end_s is not None and self.limit_s is not None:
+            self.refused[key] = "not decided within the budget: a later look (control: never granted)"
+            return self.refused[key]
+        return orig(self, key, step_s, to_end_s=to_end_s, p_decide=p_decide)
+
+    mp.setattr(Allocator, "request", request)
+
+
+@control("allocator-value-inverted",
+         breaks="the budget allocator keeps the budget for the waiting claims worth least (probability of a decision "
+                "per second with its sign flipped)")
+def _allocator_value_inverted(mp: Any) -> None:
+    from harness.budget import Unit
+
+    mp.setattr(Unit, "value", property(lambda self: -self.p_decide / max(self.cost_s, 1e-3)))
+
+
+@control("allocator-ignores-step-cost",
+         breaks="the budget allocator grants a step whatever it costs, while any budget is left after its "
+                "reservations")
+def _allocator_ignores_step_cost(mp: Any) -> None:
+    from harness.budget import PRIOR_P_DECIDE, Allocator
+
+    orig = Allocator.request
+
+    def request(self: Any, key: str, step_s: float, *, to_end_s: float | None = None,
+                p_decide: float = PRIOR_P_DECIDE) -> str | None:
+        return orig(self, key, 0.0, to_end_s=to_end_s if to_end_s is not None else step_s, p_decide=p_decide)
+
+    mp.setattr(Allocator, "request", request)
