@@ -92,18 +92,21 @@ def test_the_unbudgeted_replay_reads_what_the_production_path_reads():
 
 
 # ---------------------------------------------------------------- one run worked by hand
-def _hand_study(**kw) -> ca.Study:
-    """Three claims, one run: claim 0 undecided to its last look (1 s a query, book 10 s), claim 1 supported at
-    its first look (2 s a query, book 20 s), claim 2 futile at its first look (1 s a query, book 10 s)."""
+def _hand_study(per_q=(1.0, 2.0, 1.0), book=(10.0, 20.0, 10.0), verdict=((0, 0, 0), (1, 0, 0), (0, 0, 0)),
+                p=((0.5, 0.5, np.nan), (np.nan,) * 3, (0.05, np.nan, np.nan)), **kw) -> ca.Study:
+    """One run of claims with constant seconds per query `per_q`, book costs `book`, and per look their verdict
+    codes and futility's probability. By default three claims: claim 0 undecided to its last look (1 s a query, book
+    10 s), claim 1 supported at its first look (2 s a query, book 20 s), claim 2 futile at its first look (1 s a
+    query, book 10 s)."""
     pop = sides.Population("rate", "proportion", np.array([0.0, 1.0]))
-    per_q = np.array([1.0, 2.0, 1.0])
-    cum = per_q[:, None] * np.arange(31)[None, :]
-    claims = ca.Claims(1, 3, np.zeros(3, dtype=np.int64), np.zeros(3, dtype=np.int64), np.zeros(3, dtype=np.int64),
-                       np.full(3, 0.5), np.array([10.0, 20.0, 10.0]), cum, np.zeros((3, 30)), np.full((3, 30), np.nan))
-    verdict = np.array([[0, 0, 0], [1, 0, 0], [0, 0, 0]], dtype=np.int8)
-    p = np.array([[0.5, 0.5, np.nan], [np.nan] * 3, [0.05, np.nan, np.nan]])
-    z = np.zeros((3, 3))
-    looks = ac.ClaimLooks(ac.ANYTIME, z, z - 0.1, z + 0.1, verdict, p, z - 0.2, z + 0.2)
+    m = len(per_q)
+    cum = np.asarray(per_q)[:, None] * np.arange(31)[None, :]
+    zeros = np.zeros(m, dtype=np.int64)
+    claims = ca.Claims(1, m, zeros, zeros, zeros, np.full(m, 0.5), np.asarray(book), cum, np.zeros((m, 30)),
+                       np.full((m, 30), np.nan))
+    z = np.zeros((m, 3))
+    looks = ac.ClaimLooks(ac.ANYTIME, z, z - 0.1, z + 0.1, np.asarray(verdict, dtype=np.int8), np.asarray(p), z - 0.2,
+                          z + 0.2)
     return ca.Study(claims, [(pop, ">=", 0.5)], looks=looks, **kw)
 
 
@@ -112,10 +115,11 @@ def test_a_run_allocated_by_hand():
     # unbudgeted: 30 + 20 + 10 s spent; the budget is half of it
     assert st.none.code.tolist() == [I_, S, I_] and st.none.looks.tolist() == [3, 1, 1]
     assert st.none.spent[0] == 60.0 and st.allocator.limit[0] == 30.0
-    # allocator (1.15 x each estimate must fit after reserving waiting claims worth more, value = p / cost):
-    # claim 0 admitted (11.5 <= 30), look 1 costs 10 s; its look 2 (0.5/20 per s) needs 11.5 of the 20 s left less
-    # the 10 s kept for claim 2 (0.5/10): refused. Claim 1 (23 s needed, 10 s kept): not started. Claim 2 admitted
-    # (11.5 <= 20), futile at its first look.
+    # allocator: a step is granted where the greedy plan (by chance of a decision per second) of it and the claims
+    # not yet started, within what is left over 1.15, takes it. Claim 0 (0.5 per 10 s) admitted: 26.1 s plan it and
+    # claim 2 (0.5/10) before claim 1 (0.5/20); its first look costs 10 s. Its look 2 (0.5 over the 20 s to its end)
+    # comes after claim 2 and leaves 7.4 of the 17.4 s: refused. Claim 1 (0.5/20) likewise: not started. Claim 2
+    # admitted, futile at its first look.
     assert st.allocator.code.tolist() == [B, N, I_] and st.allocator.looks.tolist() == [1, 0, 1]
     assert st.allocator.spent[0] == 20.0
     # round-robin: first looks of claims 0 and 2 (claim 1's 23 s do not fit the 20 s left), then claim 0's look 2
@@ -128,9 +132,9 @@ def test_a_run_allocated_by_hand():
 
 def test_a_run_allocated_by_hand_with_a_larger_budget():
     st = _hand_study(budget_share=1.0)  # 60 s
-    # allocator: claim 0 takes all three looks (each 11.5 s needed fits after the 10 s kept for claim 2), 30 s;
-    # claim 1 needs 23 s of the 30 s left less the 10 s kept for claim 2 (0.5/10 per s beats its 0.5/20): not
-    # started; claim 2 admitted, futile at its first look
+    # allocator: claim 0 takes all three looks (each planned with claim 2's 10 s within what is left over 1.15);
+    # claim 1 (20 s) comes after claim 2 (10 s) in the plan for the 26.1 s left: not started; claim 2 admitted,
+    # futile at its first look
     assert st.allocator.code.tolist() == [I_, N, I_] and st.allocator.looks.tolist() == [3, 0, 1]
     assert st.allocator.spent[0] == 40.0
     # round-robin: first looks 10 + 20 + 10 s; claim 0's look 2 (11.5 of 20 s) granted, its look 3 (11.5 of 10) not
@@ -140,9 +144,27 @@ def test_a_run_allocated_by_hand_with_a_larger_budget():
 
 def test_true_costs_admit_a_claim_at_its_cost_to_where_it_stops():
     st = _hand_study(true_costs=True)
-    # planned and admitted at 30, 20 and 10 s: claim 0 (34.5 s needed of 30) and claim 1 (23 s, with claim 2's 10 s
-    # kept: 0.5/10 beats 0.5/20) refused, claim 2 admitted
+    # planned and admitted at 30, 20 and 10 s with 26.1 s to plan: claim 0 (30 s) never fits, claim 1 (20 s) comes
+    # after claim 2 (0.5/10 beats 0.5/20) and does not fit beside it; claim 2 admitted
     assert st.allocator.code.tolist() == [N, N, I_] and st.allocator.spent[0] == 10.0
+
+
+def test_the_pace_rescales_the_book_as_the_plugin_does():
+    from harness.plugin import budget as plugin
+
+    assert (ca.SCALE_AFTER_S, ca.SCALE_RANGE) == (plugin.SCALE_AFTER_S, plugin.SCALE_RANGE)
+    # three claims of book 10 s, each supported at its first look: claim 0 costs 30 s (3 s a query), 1 and 2 10 s;
+    # 50 s unbudgeted, a budget of 55 s. After claims 0 and 1 (20 book seconds run, 40 s spent) the pace is 2:
+    # claim 2 is asked for at 20 s, 23 s with the margin, of the 15 s left: refused (at its book, 11.5 s, it fits)
+    st = _hand_study(per_q=(3.0, 1.0, 1.0), book=(10.0, 10.0, 10.0), verdict=((1, 0, 0),) * 3, p=((np.nan,) * 3,) * 3,
+                     budget_share=1.1)
+    assert st.allocator.limit[0] == pytest.approx(55.0)
+    assert st.allocator.code.tolist() == [S, S, N] and st.allocator.spent[0] == 40.0
+    # with each step's true cost (claim 0's is 30 s) the pace stays 1: the plan for 47.8 s takes claims 1 and 2
+    # (0.5/10 s each) before claim 0 (0.5/30 s), which then does not fit
+    st = _hand_study(per_q=(3.0, 1.0, 1.0), book=(10.0, 10.0, 10.0), verdict=((1, 0, 0),) * 3, p=((np.nan,) * 3,) * 3,
+                     budget_share=1.1, true_costs=True)
+    assert st.allocator.code.tolist() == [N, S, S] and st.allocator.spent[0] == 20.0
 
 
 # ---------------------------------------------------------------- drawing the runs

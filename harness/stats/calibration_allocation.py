@@ -13,6 +13,7 @@ power) are read over the claims a budgeted run started; run-level ones (claims d
 """
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping, Sequence
@@ -32,6 +33,10 @@ FAR_MDES = 3.0
 PER_CATEGORY = 14  # claims per run in each third (the MDE and far thirds half on each side): 42 claims a run
 BUDGET_SHARE = 0.5
 N_MAX = 30
+# the run's pace (harness.plugin.budget, which the statistics layer does not import; tests pin them equal): once
+# this many book seconds of claims have run, every book cost is scaled by actual over book seconds, within the range
+SCALE_AFTER_S = 20.0
+SCALE_RANGE = (0.25, 4.0)
 # outcome codes of a claim in one allocation
 INCONCLUSIVE, SUPPORTED, REFUTED, BUDGET, NOT_STARTED = 0, 1, 2, 3, 4
 _VERDICTS = {name: Verdict(name, "") for name in ac.VERDICT_NAMES}  # type: ignore[arg-type]
@@ -222,7 +227,12 @@ class _Claim:
 
 def design_of(rule: ac.ClaimRule) -> SequentialDesign:
     """The sequential design a rule's looks make (the anytime rule's is `SequentialDesign.for_claim`'s default)."""
-    return SequentialDesign(rule.looks, boundary="anytime" if rule.interval_method == "betting" else "rci")
+    return _design(rule.looks, "anytime" if rule.interval_method == "betting" else "rci")
+
+
+@functools.lru_cache(maxsize=8)
+def _design(looks: tuple[int, ...], boundary: str) -> SequentialDesign:
+    return SequentialDesign(looks, boundary=boundary)
 
 
 def _scheduled(looks: int, why: str) -> Callable[[int, int, float | None], str | None]:
@@ -285,15 +295,19 @@ class Study:
         self._round_robin(r, rows, limit)
 
     def _allocate(self, r: int, rows: range, limit: float) -> None:
-        """Claims in catalogue order, each admitted at its book cost, each later look asked for as
-        `rag_check_sequential` asks (`harness.plugin.budget.BudgetHooks.look`)."""
+        """Claims in catalogue order, each admitted as `harness.plugin.budget.BudgetHooks` admits a test (the claims
+        not yet started planned again at their book cost times the run's pace, then this one asked for at its own),
+        each later look asked for as `rag_check_sequential` asks (`BudgetHooks.look`); after each claim the pace
+        (actual over book seconds of the claims run, once `SCALE_AFTER_S` of them have run, within `SCALE_RANGE`) is
+        updated as `BudgetHooks.pytest_runtest_logreport` updates it. With `true_costs` the pace stays 1."""
         clock, looks = _Clock(), self.budget_looks
         design = design_of(looks.rule)
         alloc = Allocator(limit, clock=clock)
-        alloc.plan(Unit(str(i), self._book(i), PRIOR_P_DECIDE) for i in rows)
         cum = self.claims.cum_cost
+        scale, pace = 1.0, [0.0, 0.0]
         for i in rows:
-            if alloc.request(str(i), self._book(i), p_decide=PRIOR_P_DECIDE) is not None:
+            alloc.plan((Unit(str(j), scale * self._book(j), PRIOR_P_DECIDE) for j in rows if j > i), replace=True)
+            if alloc.request(str(i), scale * self._book(i), p_decide=PRIOR_P_DECIDE) is not None:
                 continue
             c = self._claim(i, looks, clock)
 
@@ -307,7 +321,13 @@ class Study:
                 pd = p if p is not None and math.isfinite(p) else PRIOR_P_DECIDE
                 return alloc.request(str(i), float(step), to_end_s=float(to_end), p_decide=pd)
 
+            t0 = clock.t
             _record(self.allocator, i, c.run(design, self._threshold(i), self.below, may_continue), looks)
+            if not self.true_costs:
+                pace[0] += self._book(i)
+                pace[1] += clock.t - t0
+                if pace[0] >= SCALE_AFTER_S:
+                    scale = min(max(pace[1] / pace[0], SCALE_RANGE[0]), SCALE_RANGE[1])
         self.allocator.spent[r], self.allocator.limit[r] = clock.t, limit
 
     def _round_robin(self, r: int, rows: range, limit: float) -> None:

@@ -97,7 +97,7 @@ def _futility_everything(mp: Any) -> None:
 
 
 @control("allocator-picks-n-from-the-data",
-         breaks="while the budget allocator spends the run's budget, a claim takes a look at every query from the "
+         breaks="while the budget allocator spends the run's budget, a claim takes a look every 5 queries from the "
                 "10th and stops as soon as the fixed-n 95% interval excludes the threshold, read as its verdict (the "
                 "allocator picks n from the data)")
 def _allocator_picks_n(mp: Any) -> None:
