@@ -124,39 +124,45 @@ def _fixed_interval_at_early_stop(mp: Any) -> None:
 @control("allocator-never-continues",
          breaks="the budget allocator admits claims but refuses every later look of a sequential claim")
 def _allocator_never_continues(mp: Any) -> None:
-    from harness.budget import PRIOR_P_DECIDE, Allocator
+    from harness.budget import Allocator
 
     orig = Allocator.request
 
-    def request(self: Any, key: str, step_s: float, *, to_end_s: float | None = None,
-                p_decide: float = PRIOR_P_DECIDE) -> str | None:
+    def request(self: Any, key: str, step_s: float, *, to_end_s: float | None = None, **kw: Any) -> str | None:
         if to_end_s is not None and self.limit_s is not None:
             self.refused[key] = "not decided within the budget: a later look (control: never granted)"
-            return self.refused[key]
-        return orig(self, key, step_s, to_end_s=to_end_s, p_decide=p_decide)
+            return str(self.refused[key])
+        return orig(self, key, step_s, to_end_s=to_end_s, **kw)
 
     mp.setattr(Allocator, "request", request)
 
 
-@control("allocator-value-inverted",
-         breaks="the budget allocator keeps the budget for the waiting claims worth least (probability of a decision "
-                "per second with its sign flipped)")
-def _allocator_value_inverted(mp: Any) -> None:
-    from harness.budget import Unit
+@control("allocator-breadth-first",
+         breaks="the budget allocator grants no later look of a sequential claim while any claim still waits to "
+                "start (every claim's first look before any second)")
+def _allocator_breadth_first(mp: Any) -> None:
+    from harness.budget import Allocator
 
-    mp.setattr(Unit, "value", property(lambda self: -self.p_decide / max(self.cost_s, 1e-3)))
+    orig = Allocator.request
+
+    def request(self: Any, key: str, step_s: float, *, to_end_s: float | None = None, **kw: Any) -> str | None:
+        if to_end_s is not None and self.limit_s is not None and self.waiting:
+            self.refused[key] = "not decided within the budget: claims still wait to start (control: breadth first)"
+            return str(self.refused[key])
+        return orig(self, key, step_s, to_end_s=to_end_s, **kw)
+
+    mp.setattr(Allocator, "request", request)
 
 
 @control("allocator-ignores-step-cost",
          breaks="the budget allocator grants a step whatever it costs, while any budget is left after its "
                 "reservations")
 def _allocator_ignores_step_cost(mp: Any) -> None:
-    from harness.budget import PRIOR_P_DECIDE, Allocator
+    from harness.budget import Allocator
 
     orig = Allocator.request
 
-    def request(self: Any, key: str, step_s: float, *, to_end_s: float | None = None,
-                p_decide: float = PRIOR_P_DECIDE) -> str | None:
-        return orig(self, key, 0.0, to_end_s=to_end_s if to_end_s is not None else step_s, p_decide=p_decide)
+    def request(self: Any, key: str, step_s: float, *, to_end_s: float | None = None, **kw: Any) -> str | None:
+        return orig(self, key, 0.0, to_end_s=to_end_s if to_end_s is not None else step_s, **kw)
 
     mp.setattr(Allocator, "request", request)
