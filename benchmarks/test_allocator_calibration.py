@@ -3,9 +3,9 @@
 with the truth at the threshold, a third one 30-query MDE either side, a third three MDEs either side, each claim
 decided by `run_sequential` (anytime design, looks 10/20/30, futility) and its queries paid for at the real seconds
 per query of the protocol's LLM claims; the budget half of what the run spends without one. The allocator keeps each
-side's error and the coverage of the interval a claim stops with, costs at most 0.03 of power on the claims it
-starts, decides at least as many claims as round-robin on the same data, and never overruns the budget when its
-estimates are the true costs (the overrun with the estimates production makes is recorded). Populations:
+side's error and the coverage of the interval a claim stopped early reports, costs at most 0.03 of power on the
+claims it starts, decides at least as many claims as round-robin on the same data, and never overruns the budget
+when its estimates are the true costs (the overrun with the estimates production makes is recorded). Populations:
 `fixtures/calibration/per_query_scores.json` (as the futility calibration); costs: `harness/budget_prior.json` over
 the queries each claim drew, `fixtures/calibration/claim_costs.json`.
 `pytest -m benchmark benchmarks/test_allocator_calibration.py`."""
@@ -28,7 +28,8 @@ RUNS = 2000
 SEED = 37
 MIN_CLAIMS = 20_000  # started claims per truth category the bands below are computed at
 SIDE_BAND = sides.NOMINAL_SIDE + 2 * sides.side_se(MIN_CLAIMS)  # 0.0272
-COVERAGE_BAND = 0.95 - 2 * math.sqrt(0.95 * 0.05 / MIN_CLAIMS)  # 0.9469
+MIN_EARLY = 3_000  # claims stopped early (futile or refused a look) per truth category, for the coverage band
+EARLY_BAND = 0.95 - 2 * math.sqrt(0.95 * 0.05 / MIN_EARLY)  # 0.9420
 
 
 def _populations() -> list[tuple[sides.Population, str, float]]:
@@ -89,15 +90,24 @@ def test_the_allocator_keeps_each_side(estimated, rag_check):
 
 
 @pytest.mark.spec("CALIB-ALLOCATOR-COVERAGE")
-def test_the_stopping_interval_covers_the_truth_under_the_allocator(estimated, rag_check):
+def test_the_interval_of_a_claim_stopped_early_covers_the_truth(estimated, rag_check):
     study, ctx = estimated
     c = study.claims
-    rows = {a.name: ca.coverage(a.code, a.lo, a.hi, c.truth, c.category) for a in _arms(study)}
-    mine = rows["allocator"]
-    worst = min(v for v, _ in mine.values()) if min(n for _, n in mine.values()) >= MIN_CLAIMS else -math.inf
-    rag_check("CALIB-ALLOCATOR-COVERAGE", worst, n=min(n for _, n in mine.values()), runs=RUNS,
-              band=round(COVERAGE_BAND, 4), arms={k: {cat: {"coverage": round(v, 4), "claims": n}
-                                                      for cat, (v, n) in r.items()} for k, r in rows.items()}, **ctx)
+    K = len(study.budget_looks.rule.looks)
+    early = {a.name: ca.coverage(a.code, a.lo, a.hi, c.truth, c.category,
+                                 among=ca.stopped_early(a.code, a.looks, K if a is study.allocator else 3))
+             for a in _arms(study)}
+    started = {a.name: ca.coverage(a.code, a.lo, a.hi, c.truth, c.category) for a in _arms(study)}
+    mine = early["allocator"]
+    n = min(k for _, k in mine.values())
+    worst = min(v for v, _ in mine.values()) if n >= MIN_EARLY else -math.inf
+    rag_check("CALIB-ALLOCATOR-COVERAGE", worst, n=n, runs=RUNS, band=round(EARLY_BAND, 4),
+              stopped_early={k: _rows(r) for k, r in early.items()}, started={k: _rows(r) for k, r in started.items()},
+              **ctx)
+
+
+def _rows(cov: dict[str, tuple[float, int]]) -> dict[str, dict[str, float]]:
+    return {cat: {"coverage": round(v, 4), "claims": n} for cat, (v, n) in cov.items()}
 
 
 @pytest.mark.spec("CALIB-ALLOCATOR-POWER")

@@ -28,7 +28,7 @@ __all__ = ["Allocator", "CostBook", "NotWithinBudget", "Unit", "parse_budget", "
 PRIOR_P_DECIDE = 0.5  # a claim never run here: as likely decided as not
 # a step is granted only where 1.15 times its estimate fits: estimates are last run's, not this one's. It covers an
 # estimate up to 15% low, not the spread of one look's queries: with per-query seconds spread as the reference
-# machine's LLM calls are (log-SD 0.97), 5.3% of 2,000 simulated runs overran, by up to 7.9% of the budget, never with
+# machine's LLM calls are (log-SD 0.97), 3.5% of 2,000 simulated runs overran, by up to 6.2% of the budget, never with
 # each step's true cost (CALIB-ALLOCATOR-NO-OVERRUN, docs/benchmarks/2026-11-26-allocator-calibration.md). Once
 # spent, every later step is refused: a run ends at most one step past its budget.
 SAFETY = 1.15

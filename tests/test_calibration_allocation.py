@@ -216,6 +216,15 @@ def test_coverage_per_truth_category():
     truth = np.array([0.5, 0.5, 0.5, 0.3, 0.3, 0.1])
     cat = np.array([0, 0, 0, 1, 1, 2])
     assert ca.coverage(code, lo, hi, truth, cat) == {"threshold": (0.5, 2), "one MDE": (0.5, 2), "far": (1.0, 1)}
+    among = np.array([False, True, True, True, False, False])
+    cov = ca.coverage(code, lo, hi, truth, cat, among=among)
+    assert cov["threshold"] == (0.0, 1) and cov["one MDE"] == (1.0, 1) and math.isnan(cov["far"][0])
+
+
+def test_stopped_early_means_refused_a_look_or_futile():
+    code = np.array([B, I_, I_, S, N, R])
+    looks = np.array([1, 2, 3, 1, 0, 3])
+    assert ca.stopped_early(code, looks, 3).tolist() == [True, True, False, False, False, False]
 
 
 def test_power_loss_on_the_claims_the_budgeted_run_started():

@@ -376,15 +376,23 @@ def side_errors(code: np.ndarray, category: np.ndarray) -> tuple[float, float, i
     return float(np.mean(code[at] == SUPPORTED)), float(np.mean(code[at] == REFUTED)), n
 
 
-def coverage(code: np.ndarray, lo: np.ndarray, hi: np.ndarray, truth: np.ndarray,
-             category: np.ndarray) -> dict[str, tuple[float, int]]:
-    """Per truth category: the share of started claims whose reported interval holds their truth, and how many."""
+def coverage(code: np.ndarray, lo: np.ndarray, hi: np.ndarray, truth: np.ndarray, category: np.ndarray,
+             among: np.ndarray | None = None) -> dict[str, tuple[float, int]]:
+    """Per truth category: the share of started claims (of those `among`, where given) whose reported interval holds
+    their truth, and how many."""
     out = {}
     for c, name in enumerate(CATEGORIES):
         m = (np.asarray(category) == c) & (np.asarray(code) != NOT_STARTED)
+        if among is not None:
+            m &= np.asarray(among, dtype=bool)
         held = (lo[m] <= truth[m]) & (truth[m] <= hi[m])
         out[name] = (float(held.mean()) if m.any() else math.nan, int(m.sum()))
     return out
+
+
+def stopped_early(code: np.ndarray, looks: np.ndarray, n_looks: int) -> np.ndarray:
+    """The claims stopped undecided before their last look: refused a look by the budget, or futile."""
+    return np.asarray((code == BUDGET) | ((code == INCONCLUSIVE) & (np.asarray(looks) < n_looks)))
 
 
 def right_verdict(code: np.ndarray, side: np.ndarray) -> np.ndarray:
