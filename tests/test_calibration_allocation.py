@@ -221,6 +221,15 @@ def test_coverage_per_truth_category():
     assert cov["threshold"] == (0.0, 1) and cov["one MDE"] == (1.0, 1) and math.isnan(cov["far"][0])
 
 
+def test_coverage_per_population_truth_and_side():
+    code = np.array([S, I_, N, B, R, R])
+    lo, hi = np.array([0.0, 0.2, 0.0, -1.0, 0.5, -np.inf]), np.array([1.0, 0.4, 1.0, 1.0, 0.6, 0.1])
+    truth = np.array([0.5, 0.5, 0.5, 0.3, 0.3, 0.1])
+    pop, cat, side = np.array([0, 0, 0, 1, 1, 1]), np.array([0, 0, 0, 1, 1, 2]), np.array([0, 0, 0, 1, 1, -1])
+    assert ca.coverage_cells(code, lo, hi, truth, pop, cat, side) == {(0, 0, 0): (0.5, 2), (1, 1, 1): (0.5, 2),
+                                                                       (1, 2, -1): (1.0, 1)}
+
+
 def test_stopped_early_means_refused_a_look_or_futile():
     code = np.array([B, I_, I_, S, N, R])
     looks = np.array([1, 2, 3, 1, 0, 3])

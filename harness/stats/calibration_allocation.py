@@ -390,6 +390,19 @@ def coverage(code: np.ndarray, lo: np.ndarray, hi: np.ndarray, truth: np.ndarray
     return out
 
 
+def coverage_cells(code: np.ndarray, lo: np.ndarray, hi: np.ndarray, truth: np.ndarray, population: np.ndarray,
+                   category: np.ndarray, side: np.ndarray) -> dict[tuple[int, int, int], tuple[float, int]]:
+    """Per (population, truth category, side) with a started claim: the share of its started claims whose reported
+    interval holds their truth (the same truth for all of them), and how many."""
+    started = np.asarray(code) != NOT_STARTED
+    out = {}
+    for key in sorted({(int(p), int(c), int(s)) for p, c, s in zip(population[started], category[started],
+                                                                    side[started])}):
+        m = started & (population == key[0]) & (category == key[1]) & (side == key[2])
+        out[key] = (float(((lo[m] <= truth[m]) & (truth[m] <= hi[m])).mean()), int(m.sum()))
+    return out
+
+
 def stopped_early(code: np.ndarray, looks: np.ndarray, n_looks: int) -> np.ndarray:
     """The claims stopped undecided before their last look: refused a look by the budget, or futile."""
     return np.asarray((code == BUDGET) | ((code == INCONCLUSIVE) & (np.asarray(looks) < n_looks)))
