@@ -19,6 +19,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from harness.stats import allocation_figures as fig
 from harness.stats import calibration_allocation as ca
 from harness.stats import calibration_sides as sides
 
@@ -82,9 +83,9 @@ def _arms(study: ca.Study) -> list[ca.Allocation]:
 def test_the_allocator_keeps_each_side(estimated, rag_check):
     study, ctx = estimated
     cat = study.claims.category
-    rows = {a.name: dict(zip(("false_supported", "false_refuted", "claims"), ca.side_errors(a.code, cat)))
+    rows = {a.name: dict(zip(("false_supported", "false_refuted", "claims"), fig.side_errors(a.code, cat)))
             for a in _arms(study)}
-    fs, fr, n = ca.side_errors(study.allocator.code, cat)
+    fs, fr, n = fig.side_errors(study.allocator.code, cat)
     rag_check("CALIB-ALLOCATOR-SIDES", max(fs, fr) if n >= MIN_CLAIMS else math.inf, n=n, runs=RUNS,
               band=round(SIDE_BAND, 4), rule=study.budget_looks.rule.name, arms=rows, **ctx)
 
@@ -93,7 +94,7 @@ def test_the_allocator_keeps_each_side(estimated, rag_check):
 def test_the_stopping_interval_covers_the_truth_under_the_allocator(estimated, rag_check):
     study, ctx = estimated
     c, pops = study.claims, study.pops
-    cells = {a.name: ca.coverage_cells(a.code, a.lo, a.hi, c.truth, c.population, c.category, c.side)
+    cells = {a.name: fig.coverage_cells(a.code, a.lo, a.hi, c.truth, c.population, c.category, c.side)
              for a in _arms(study)}
     mine = cells["allocator"]
     n = min(k for _, k in mine.values())
@@ -102,14 +103,14 @@ def test_the_stopping_interval_covers_the_truth_under_the_allocator(estimated, r
     # interval does not promise (the stop is chosen by the data: without a budget, a far claim stopped futile had an
     # estimate near the threshold)
     K = len(study.budget_looks.rule.looks)
-    early = {a.name: _rows(ca.coverage(a.code, a.lo, a.hi, c.truth, c.category,
-                                       among=ca.stopped_early(a.code, a.looks, K if a is study.allocator else 3)))
+    early = {a.name: _rows(fig.coverage(a.code, a.lo, a.hi, c.truth, c.category,
+                                       among=fig.stopped_early(a.code, a.looks, K if a is study.allocator else 3)))
              for a in _arms(study)}
     rag_check("CALIB-ALLOCATOR-COVERAGE", worst, n=n, runs=RUNS, band=round(CELL_BAND, 4),
               cells={name: [{"population": pops[p][0].name, "truth": ca.CATEGORIES[k], "side": sd,
                              "coverage": round(v, 4), "claims": m} for (p, k, sd), (v, m) in r.items()]
                      for name, r in cells.items()},
-              started={a.name: _rows(ca.coverage(a.code, a.lo, a.hi, c.truth, c.category)) for a in _arms(study)},
+              started={a.name: _rows(fig.coverage(a.code, a.lo, a.hi, c.truth, c.category)) for a in _arms(study)},
               stopped_early=early, **ctx)
 
 
@@ -122,9 +123,9 @@ def test_the_allocator_costs_little_power(estimated, rag_check):
     study, ctx = estimated
     c = study.claims
     rows = {a.name: dict(zip(("loss", "power_without", "power_with", "claims"),
-                             ca.power_loss(study.none.code, a.code, c.category, c.side)))
+                             fig.power_loss(study.none.code, a.code, c.category, c.side)))
             for a in (study.allocator, study.round_robin)}
-    loss, _, _, n = ca.power_loss(study.none.code, study.allocator.code, c.category, c.side)
+    loss, _, _, n = fig.power_loss(study.none.code, study.allocator.code, c.category, c.side)
     rag_check("CALIB-ALLOCATOR-POWER", loss, n=n, runs=RUNS, arms=rows, **ctx)
 
 
@@ -132,7 +133,7 @@ def test_the_allocator_costs_little_power(estimated, rag_check):
 def test_the_allocator_decides_at_least_as_many_as_round_robin(estimated, rag_check, rag_measure):
     study, ctx = estimated
     runs = study.claims.runs
-    per_run = {a.name: ca.decided_per_run(a.code, runs) for a in _arms(study)}
+    per_run = {a.name: fig.decided_per_run(a.code, runs) for a in _arms(study)}
     diff = per_run["allocator"] - per_run["round-robin"]
     rag_measure("allocator_calibration_wall_s", ctx["wall_s"], unit="s", runs=runs)
     for name, d in per_run.items():
@@ -151,15 +152,15 @@ def test_the_allocator_never_overruns_given_true_costs(true_costs, estimated, ra
     study, wall_s = true_costs
     guessed, ctx = estimated
     for a in (guessed.allocator, guessed.round_robin):
-        over = ca.overrun(a.spent, a.limit)
+        over = fig.overrun(a.spent, a.limit)
         name = a.name.replace("-", "_")
         rag_measure(f"{name}_runs_over_budget_estimated_costs", float(np.mean(over > 0)), runs=len(over),
                     per_query_log_sd=ctx["per_query_log_sd"])
         rag_measure(f"{name}_max_overrun_share_of_budget_estimated_costs", float(np.max(over / a.limit)),
                     runs=len(over))
         rag_measure(f"{name}_max_overrun_s_estimated_costs", float(np.max(over)), unit="s", runs=len(over))
-    over = ca.overrun(study.allocator.spent, study.allocator.limit)
-    rr = ca.overrun(study.round_robin.spent, study.round_robin.limit)
+    over = fig.overrun(study.allocator.spent, study.allocator.limit)
+    rr = fig.overrun(study.round_robin.spent, study.round_robin.limit)
     rag_check("CALIB-ALLOCATOR-NO-OVERRUN", float(over.max()), n=len(over), runs=len(over), wall_s=wall_s,
               runs_over=int((over > 0).sum()), mean_left_s=round(float(-over.mean()), 2),
               round_robin_max_overrun_s=round(float(rr.max()), 3))

@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 
 from harness.stats import _allocation_claims as ac
+from harness.stats import allocation_figures as fig
 from harness.stats import calibration_allocation as ca
 from harness.stats import calibration_sides as sides
 from harness.stats import futility
@@ -205,8 +206,8 @@ def test_cost_profiles_divide_seconds_by_queries():
 def test_side_errors_count_started_claims_at_the_threshold():
     code = np.array([S, R, I_, B, N, S, S])
     cat = np.array([0, 0, 0, 0, 0, 1, 2])
-    assert ca.side_errors(code, cat) == (0.25, 0.25, 4)
-    fs, fr, n = ca.side_errors(np.array([N]), np.array([0]))
+    assert fig.side_errors(code, cat) == (0.25, 0.25, 4)
+    fs, fr, n = fig.side_errors(np.array([N]), np.array([0]))
     assert math.isnan(fs) and math.isnan(fr) and n == 0
 
 
@@ -215,9 +216,9 @@ def test_coverage_per_truth_category():
     lo, hi = np.array([0.0, 0.2, 0.0, -1.0, 0.5, -np.inf]), np.array([1.0, 0.4, 1.0, 1.0, 0.6, 0.1])
     truth = np.array([0.5, 0.5, 0.5, 0.3, 0.3, 0.1])
     cat = np.array([0, 0, 0, 1, 1, 2])
-    assert ca.coverage(code, lo, hi, truth, cat) == {"threshold": (0.5, 2), "one MDE": (0.5, 2), "far": (1.0, 1)}
+    assert fig.coverage(code, lo, hi, truth, cat) == {"threshold": (0.5, 2), "one MDE": (0.5, 2), "far": (1.0, 1)}
     among = np.array([False, True, True, True, False, False])
-    cov = ca.coverage(code, lo, hi, truth, cat, among=among)
+    cov = fig.coverage(code, lo, hi, truth, cat, among=among)
     assert cov["threshold"] == (0.0, 1) and cov["one MDE"] == (1.0, 1) and math.isnan(cov["far"][0])
 
 
@@ -226,14 +227,14 @@ def test_coverage_per_population_truth_and_side():
     lo, hi = np.array([0.0, 0.2, 0.0, -1.0, 0.5, -np.inf]), np.array([1.0, 0.4, 1.0, 1.0, 0.6, 0.1])
     truth = np.array([0.5, 0.5, 0.5, 0.3, 0.3, 0.1])
     pop, cat, side = np.array([0, 0, 0, 1, 1, 1]), np.array([0, 0, 0, 1, 1, 2]), np.array([0, 0, 0, 1, 1, -1])
-    assert ca.coverage_cells(code, lo, hi, truth, pop, cat, side) == {(0, 0, 0): (0.5, 2), (1, 1, 1): (0.5, 2),
+    assert fig.coverage_cells(code, lo, hi, truth, pop, cat, side) == {(0, 0, 0): (0.5, 2), (1, 1, 1): (0.5, 2),
                                                                        (1, 2, -1): (1.0, 1)}
 
 
 def test_stopped_early_means_refused_a_look_or_futile():
     code = np.array([B, I_, I_, S, N, R])
     looks = np.array([1, 2, 3, 1, 0, 3])
-    assert ca.stopped_early(code, looks, 3).tolist() == [True, True, False, False, False, False]
+    assert fig.stopped_early(code, looks, 3).tolist() == [True, True, False, False, False, False]
 
 
 def test_power_loss_on_the_claims_the_budgeted_run_started():
@@ -242,14 +243,14 @@ def test_power_loss_on_the_claims_the_budgeted_run_started():
     unbudgeted = np.array([S, S, R, S, S, S])
     budgeted = np.array([S, B, R, I_, N, S])
     # started one-MDE claims 0-3: right without 3 of 4 (claim 3 read supported below the threshold), with 2 of 4
-    assert ca.power_loss(unbudgeted, budgeted, cat, side) == (0.25, 0.75, 0.5, 4)
-    assert ca.right_verdict(np.array([S, R, R, S, S]), np.array([1, 1, -1, -1, 0])).tolist() == [True, False, True,
+    assert fig.power_loss(unbudgeted, budgeted, cat, side) == (0.25, 0.75, 0.5, 4)
+    assert fig.right_verdict(np.array([S, R, R, S, S]), np.array([1, 1, -1, -1, 0])).tolist() == [True, False, True,
                                                                                                   False, False]
 
 
 def test_decided_per_run_and_overrun():
-    assert ca.decided_per_run(np.array([S, R, I_, B, N, S]), 2).tolist() == [2, 1]
-    assert ca.overrun(np.array([10.0, 31.5]), np.array([30.0, 30.0])).tolist() == [-20.0, 1.5]
+    assert fig.decided_per_run(np.array([S, R, I_, B, N, S]), 2).tolist() == [2, 1]
+    assert fig.overrun(np.array([10.0, 31.5]), np.array([30.0, 30.0])).tolist() == [-20.0, 1.5]
 
 
 # ---------------------------------------------------------------- run_sequential's stand-in for futility
