@@ -48,10 +48,8 @@ def _populations() -> list[tuple[sides.Population, str, float]]:
 
 
 def _claims() -> tuple[list, ca.Claims, dict]:
-    from harness.plugin.budget import prior_book
-
     costs = json.loads((FIXTURES / "claim_costs.json").read_text())
-    profiles = ca.cost_profiles(prior_book().tests, costs["queries_used"])
+    profiles = ca.cost_profiles(costs["book_s"], costs["queries_used"])  # c43bb45's book, frozen with its queries
     pops = _populations()
     claims = ca.draw_claims(pops, profiles, RUNS, SEED, jitter=costs["per_query_log_sd"])
     return pops, claims, {"profiles": [{"nodeid": p.nodeid, "book_s": round(p.book_s, 2), "queries": p.queries}

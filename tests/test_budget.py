@@ -123,7 +123,7 @@ def test_the_packaged_prior_loads_and_names_its_source():
     from harness.plugin.budget import prior_book
 
     book = prior_book()
-    assert book.tests and book.fixtures and "c43bb45" in book.source
+    assert book.tests and book.fixtures and "c43bb45" in book.source and "5c1f1d3" in book.source
 
 
 def _scores(n: int = 30, d: float = 0.02, seed: int = 3) -> tuple[np.ndarray, np.ndarray]:
@@ -219,32 +219,28 @@ def test_a_budget_never_changes_a_decided_verdict_on_recorded_scores():
     assert refused > 50 and decided_both > 30  # both kinds of path were exercised
 
 
-def test_the_book_is_rescaled_to_the_runs_pace(monkeypatch):
-    """Tests the book says take 10 s each take 30 s here: after 20 estimated seconds, every estimate triples."""
+def test_the_book_is_rescaled_to_the_runs_pace():
+    """Tests the book says take 10 s each take 30 s here: after 20 estimated seconds, every estimate triples; a
+    slow set-up (a teardown or setup report) does not move the pace."""
     import harness.plugin.budget as pb
 
     hooks = object.__new__(pb.BudgetHooks)
     hooks.book = CostBook({"study": 50.0}, {"a": 10.0, "b": 10.0, "c": 10.0}, {})
     hooks.allocator = Allocator(1000.0, fixture_s=dict(hooks.book.fixtures))
     hooks.scale, hooks._running, hooks._pace = 1.0, {}, [0.0, 0.0]
-    now = [0.0]
-    monkeypatch.setattr(pb.time, "monotonic", lambda: now[0])
 
     class Report:
-        when = "teardown"
-
-        def __init__(self, nodeid: str) -> None:
-            self.nodeid = nodeid
+        def __init__(self, nodeid: str, when: str, duration: float) -> None:
+            self.nodeid, self.when, self.duration = nodeid, when, duration
 
     for i, key in enumerate(("a", "b")):
-        hooks._running[key] = (10.0, now[0])
-        now[0] += 30.0
-        hooks.pytest_runtest_logreport(Report(key))
+        hooks._running[key] = 10.0
+        hooks.pytest_runtest_logreport(Report(key, "setup", 500.0))  # its fixtures' set-up: not the model's pace
+        hooks.pytest_runtest_logreport(Report(key, "call", 30.0))
         assert hooks.scale == (1.0 if i == 0 else 3.0)  # 10 estimated seconds are too few to judge the pace by
     assert hooks.allocator.fixture_s == {"study": 150.0}
-    hooks._running["c"] = (10.0, now[0])
-    now[0] += 1000.0  # far slower still: the scale is capped at 4
-    hooks.pytest_runtest_logreport(Report("c"))
+    hooks._running["c"] = 10.0
+    hooks.pytest_runtest_logreport(Report("c", "call", 1000.0))  # far slower still: the scale is capped at 4
     assert hooks.scale == 4.0
 
 

@@ -7,7 +7,6 @@ from __future__ import annotations
 import json
 import math
 import re
-import time
 from importlib import resources
 from pathlib import Path
 from typing import Any, Generator
@@ -68,7 +67,7 @@ class BudgetHooks:
         self.items: list[pytest.Item] = []  # the benchmark tests, in run order
         self.started: set[str] = set()  # those that have asked (granted or refused)
         self.scale = 1.0  # this run's pace over the book's: actual seconds / estimated, over the tests run so far
-        self._running: dict[str, tuple[float, float]] = {}  # nodeid -> (its estimate, when it started)
+        self._running: dict[str, float] = {}  # nodeid -> its own seconds in the book, until its call is reported
         self._pace = [0.0, 0.0]  # estimated, actual seconds of the tests finished
 
     @pytest.hookimpl(trylast=True)
@@ -105,17 +104,16 @@ class BudgetHooks:
         why = self.allocator.request(item.nodeid, mine.cost_s, p_decide=mine.p_decide, fixtures=mine.fixtures)
         if why is not None:
             raise NotWithinBudget(why)
-        estimate = mine.cost_s + sum(self.allocator.fixture_s.get(f, 0.0) for f in mine.fixtures)
-        self._running[item.nodeid] = (estimate / self.scale, time.monotonic())
+        self._running[item.nodeid] = self.book.tests.get(item.nodeid, DEFAULT_TEST_S)
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
-        """A test's whole time against its estimate: once enough has run, the book's figures are rescaled to this
-        run's pace (a slower model or machine than the one measured)."""
-        if report.when != "teardown" or report.nodeid not in self._running:
+        """A test's own time (its call) against its book figure: once enough has run, the book's figures are
+        rescaled to this run's pace (a slower model or machine than the one measured). Set-ups are left out: one
+        index that took longer than last time says nothing of the model's pace."""
+        if report.when != "call" or report.nodeid not in self._running:
             return
-        estimate, t0 = self._running.pop(report.nodeid)
-        self._pace[0] += estimate
-        self._pace[1] += time.monotonic() - t0
+        self._pace[0] += self._running.pop(report.nodeid)
+        self._pace[1] += float(report.duration)
         if self._pace[0] >= SCALE_AFTER_S:
             self.scale = min(max(self._pace[1] / self._pace[0], SCALE_RANGE[0]), SCALE_RANGE[1])
             self.allocator.fixture_s = {k: v * self.scale for k, v in self.book.fixtures.items()}
