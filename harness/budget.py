@@ -218,9 +218,13 @@ def book_from_results(results: Mapping[str, Any], source: str = "") -> CostBook:
     claim ended decided."""
     fixtures: dict[str, float] = {}
     tests: dict[str, float] = {}
-    # a test that did not run (skipped, or refused by the budget) measured nothing of its cost
+    phases = (results.get("timing") or {}).get("phases") or []
+    # a test whose call never ran (skipped, or refused by the budget: bound to a claim or not) measured nothing of
+    # its cost; one bound to a claim and skipped inside its call neither
+    ran = {str(p.get("name", "")).removeprefix("call ") for p in phases if p.get("kind") == "call"}
     unrun = {t["nodeid"] for t in results.get("tests") or [] if t.get("outcome") in ("skipped", "budget")}
-    for p in (results.get("timing") or {}).get("phases") or []:
+    unrun |= {str(p.get("name", "")).split(" ", 1)[-1] for p in phases if p.get("kind") in ("setup", "teardown")} - ran
+    for p in phases:
         kind, name, wall = p.get("kind"), str(p.get("name", "")), float(p.get("wall_s") or 0.0)
         if kind == "fixture" and p.get("scope") not in (None, "function"):
             fixtures[name.removeprefix("fixture ")] = wall / max(int(p.get("count") or 1), 1)

@@ -108,7 +108,9 @@ def test_book_from_results_by_hand():
         {"kind": "call", "name": "call t.py::a", "wall_s": 4.0},
         {"kind": "teardown", "name": "teardown t.py::a", "wall_s": 0.25},
         {"kind": "call", "name": "call t.py::b", "wall_s": 1.0},
-        {"kind": "setup", "name": "setup t.py::c", "wall_s": 0.001}]},
+        {"kind": "setup", "name": "setup t.py::c", "wall_s": 0.001},
+        {"kind": "setup", "name": "setup t.py::nospec", "wall_s": 0.002},
+        {"kind": "teardown", "name": "teardown t.py::nospec", "wall_s": 0.001}]},
         "specs": [{"id": "A", "verdict": "refuted"}, {"id": "B", "verdict": "inconclusive"}],
         "tests": [{"nodeid": "t.py::a", "spec_id": "A", "outcome": "failed"},
                   {"nodeid": "t.py::b", "spec_id": "B", "outcome": "passed"},
@@ -123,7 +125,7 @@ def test_the_packaged_prior_loads_and_names_its_source():
     from harness.plugin.budget import prior_book
 
     book = prior_book()
-    assert book.tests and book.fixtures and "c43bb45" in book.source and "5c1f1d3" in book.source
+    assert book.tests and book.fixtures and "c43bb45" in book.source and "a9e858f" in book.source
 
 
 def _scores(n: int = 30, d: float = 0.02, seed: int = 3) -> tuple[np.ndarray, np.ndarray]:
@@ -239,6 +241,9 @@ def test_the_book_is_rescaled_to_the_runs_pace():
         hooks.pytest_runtest_logreport(Report(key, "call", 30.0))
         assert hooks.scale == (1.0 if i == 0 else 3.0)  # 10 estimated seconds are too few to judge the pace by
     assert hooks.allocator.fixture_s == {"study": 150.0}
+    hooks._running["free"] = 0.0
+    hooks.pytest_runtest_logreport(Report("free", "call", 95.0))  # the book has it as free: no ratio to read
+    assert hooks.scale == 3.0
     hooks._running["c"] = 10.0
     hooks.pytest_runtest_logreport(Report("c", "call", 1000.0))  # far slower still: the scale is capped at 4
     assert hooks.scale == 4.0

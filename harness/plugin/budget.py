@@ -20,6 +20,7 @@ BUDGET_KEY = pytest.StashKey["BudgetHooks"]()
 DEFAULT_TEST_S = 60.0  # a test this machine has never timed: a minute, until the run measures it
 SCALE_AFTER_S = 20.0  # estimated seconds run before the run's own pace rescales the book (another model, machine)
 SCALE_RANGE = (0.25, 4.0)
+PACE_MIN_S = 1.0  # tests the book has under a second do not count toward the pace
 
 
 def costs_path(cache_dir: Path, model: str) -> Path:
@@ -112,7 +113,10 @@ class BudgetHooks:
         index that took longer than last time says nothing of the model's pace."""
         if report.when != "call" or report.nodeid not in self._running:
             return
-        self._pace[0] += self._running.pop(report.nodeid)
+        estimate = self._running.pop(report.nodeid)
+        if estimate < PACE_MIN_S:  # a test the book has as (nearly) free: its ratio would be noise or infinite
+            return
+        self._pace[0] += estimate
         self._pace[1] += float(report.duration)
         if self._pace[0] >= SCALE_AFTER_S:
             self.scale = min(max(self._pace[1] / self._pace[0], SCALE_RANGE[0]), SCALE_RANGE[1])
