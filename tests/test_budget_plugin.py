@@ -30,6 +30,14 @@ specs:
     comparator: ">="
     threshold: 0
     source: demo
+  - id: QUICK
+    title: A unit-tier claim
+    marker: unit
+    decision: estimate
+    metric: seconds
+    comparator: ">="
+    threshold: 0
+    source: demo
   - id: SEQ
     title: A technique improves the score
     marker: benchmark
@@ -137,3 +145,14 @@ def test_a_bad_budget_stops_the_run_in_one_line(project: pytest.Pytester):
     result = project.runpytest_subprocess("--budget", "15x")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     assert "--budget must be a positive time such as 15m, 900s or 1.5h, or none; got '15x'" in result.stderr.str()
+
+
+@pytest.mark.parametrize("xdist", [(), ("-n", "2")], ids=["one-process", "xdist"])
+def test_a_run_without_benchmark_tests_keeps_no_costs(project: pytest.Pytester, xdist: tuple[str, ...]):
+    """The unit tier writes no cost book, in one process or under xdist: only benchmark tests' costs are kept."""
+    project.makepyfile(test_unit="import pytest\n\n@pytest.mark.unit\n@pytest.mark.spec('QUICK')\n"
+                                 "def test_quick(rag_check):\n    rag_check('QUICK', 1.0)\n")
+    project.runpytest_subprocess("--report-dir", "out", "--spec-coverage=off", *xdist, "test_unit.py") \
+        .assert_outcomes(passed=1)
+    assert (project.path / "out" / "results.json").is_file()  # the run did report its timing
+    assert not (project.path / ".cache" / "rag-harness" / "budget").exists()

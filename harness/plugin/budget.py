@@ -73,11 +73,11 @@ class BudgetHooks:
 
     @pytest.hookimpl(trylast=True)
     def pytest_collection_modifyitems(self, items: list[pytest.Item]) -> None:
-        """The benchmark tests, in the order they will run, wait in the plan."""
-        if self.allocator.limit_s is None:
-            return
+        """The benchmark tests, in the order they will run, wait in the plan (and, budget or not, are the tests
+        whose costs the run keeps)."""
         self.items = [item for item in items if _budgeted(item)]
-        self.replan(set())
+        if self.allocator.limit_s is not None:
+            self.replan(set())
 
     def unit_of(self, item: pytest.Item, set_up: set[str]) -> Unit:
         """A test as the allocator sees it: its own seconds, its chance of a decision, the wider fixtures it still
@@ -129,11 +129,18 @@ class BudgetHooks:
 
     @pytest.hookimpl(wrapper=True, trylast=True)
     def pytest_sessionfinish(self, session: pytest.Session) -> Generator[None, Any, Any]:
-        """After the report is written: this run's costs kept for the next (a worker leaves it to the controller)."""
+        """After the report is written: this run's benchmark tests' costs kept for the next; a run with no benchmark
+        test, such as the unit tier, keeps nothing. A worker leaves it to the controller, which collects nothing and
+        keeps the benchmark tests its report names (those bound to a claim)."""
         result = yield
         results = self.config.stash.get(RESULTS_KEY, None)
+        controller = not session.items and self.config.pluginmanager.has_plugin("dsession")
         if results is not None and not hasattr(self.config, "workerinput"):
             measured = book_from_results(results, source="measured by this project's last run")
+            ids = ({t["nodeid"] for t in results.get("tests") or [] if t.get("tier") == "benchmark"} if controller
+                   else {i.nodeid for i in self.items})
+            measured = CostBook(measured.fixtures, {k: v for k, v in measured.tests.items() if k in ids},
+                                {k: v for k, v in measured.decided.items() if k in ids}, measured.source)
             if measured.tests:
                 from harness.report.atomic import atomic_write
 
