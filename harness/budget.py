@@ -23,9 +23,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterable, Mapping, Sequence
 
-__all__ = ["Allocator", "CostBook", "NotWithinBudget", "Unit", "parse_budget", "plan_within", "PRIOR_P_DECIDE"]
+__all__ = ["Allocator", "CostBook", "NotWithinBudget", "Unit", "parse_budget", "plan_within", "plan_order",
+           "PRIOR_P_DECIDE", "MEASURE_P_DECIDE"]
 
 PRIOR_P_DECIDE = 0.5  # a claim never run here: as likely decided as not
+MEASURE_P_DECIDE = 0.0  # a test bound to no claim (a measurement) decides none: it runs on what the claims leave
 # a step is granted only where 1.15 times its estimate fits: estimates are last run's, not this one's. It covers an
 # estimate up to 15% low, not the spread of one look's queries: with per-query seconds spread as the reference
 # machine's LLM calls are (log-SD 0.97), 3.5% of 2,000 simulated runs overran, by up to 6.2% of the budget, never with
@@ -106,6 +108,37 @@ def plan_within(units: Sequence[Unit], fixture_s: Mapping[str, float], capacity_
     return chosen
 
 
+def plan_order(links: Sequence[Iterable[str]], rank: Sequence[float | None]) -> list[int]:
+    """The run order of a collection under a budget: the claims the plan takes first, in the order it picks them,
+    so that a run whose estimates were short loses the claims worth least. Items that share a link (a module, an
+    instance of a parametrised wider fixture) move together, in their own order, so no set-up runs twice. An
+    item's `rank` is its place in the plan (`math.inf` where the plan does not take it; None: not budgeted); a
+    group of unbudgeted items keeps its place at the front. Returns the indices in run order."""
+    parent = list(range(len(links)))
+
+    def root(i: int) -> int:
+        while parent[i] != i:
+            parent[i] = parent[parent[i]]
+            i = parent[i]
+        return i
+
+    first: dict[str, int] = {}
+    for i, keys in enumerate(links):
+        for k in keys:
+            if k in first:
+                parent[root(i)] = root(first[k])
+            else:
+                first[k] = i
+    groups: dict[int, list[int]] = {}
+    for i in range(len(links)):
+        groups.setdefault(root(i), []).append(i)
+    def key(members: list[int]) -> tuple[float, int]:
+        budgeted = [r for r in (rank[i] for i in members) if r is not None]
+        return (min(budgeted) if budgeted else -math.inf, members[0])
+
+    return [i for members in sorted(groups.values(), key=key) for i in members]
+
+
 @dataclass
 class Allocator:
     """The run's budget and its ledger: who was admitted, who was refused and why, the seconds spent."""
@@ -178,9 +211,10 @@ class CostBook:
         return self.tests.get(nodeid, default_s) + sum(self.fixtures.get(f, 0.0) for f in pending_fixtures)
 
     def p_decide(self, nodeid: str) -> float:
-        """Last run's outcome as the chance of a decision: decided 0.9, undecided 0.1, never seen the prior."""
+        """Last run's outcome as the chance of a decision: decided 0.9, undecided 0.1; a test timed but bound to
+        no claim (a measurement) none; never seen the prior."""
         if nodeid not in self.decided:
-            return PRIOR_P_DECIDE
+            return MEASURE_P_DECIDE if nodeid in self.tests else PRIOR_P_DECIDE
         return 0.9 if self.decided[nodeid] else 0.1
 
     def merged(self, newer: "CostBook") -> "CostBook":

@@ -8,8 +8,8 @@ import math
 import numpy as np
 import pytest
 
-from harness.budget import (Allocator, CostBook, NotWithinBudget, Unit, book_from_results, parse_budget,
-                            plan_within, PRIOR_P_DECIDE)
+from harness.budget import (MEASURE_P_DECIDE, PRIOR_P_DECIDE, Allocator, CostBook, NotWithinBudget, Unit,
+                            book_from_results, parse_budget, plan_order, plan_within)
 from harness.stats.sequential import SequentialDesign, replay, run_sequential
 
 pytestmark = pytest.mark.unit
@@ -88,6 +88,8 @@ def test_cost_book_cost_prior_and_merge(tmp_path):
     assert book.cost_of("t::new", [], 60.0) == 60.0
     assert book.cost_of("t::a", ["unknown-fixture"], 60.0) == 10.0
     assert (book.p_decide("t::a"), book.p_decide("t::b"), book.p_decide("t::c")) == (0.9, 0.1, PRIOR_P_DECIDE)
+    # timed but bound to no claim (a measurement): it decides nothing, so it runs on what the claims leave
+    assert CostBook({}, {"t::measure": 5.0}, {}).p_decide("t::measure") == MEASURE_P_DECIDE == 0.0
     newer = CostBook({"study": 100.0}, {"t::c": 1.0}, {}, "newer")
     m = book.merged(newer)
     assert m.fixtures == {"study": 100.0, "store": 50.0} and m.tests == {"t::a": 10.0, "t::c": 1.0}
@@ -97,6 +99,19 @@ def test_cost_book_cost_prior_and_merge(tmp_path):
     path.write_text("[1, 2]")
     with pytest.raises(ValueError, match=f"{path}: not a cost book"):
         CostBook.load(path)
+
+
+def test_plan_order_runs_the_plan_first_and_keeps_linked_items_together():
+    # items: 0 unbudgeted (unit test), 1-2 module A (planned 3rd, unplanned), 3 module B (planned 1st),
+    # 4 module C sharing a dataset instance with 1 (unplanned), 5 module D (planned 2nd), 6 module E (unplanned)
+    links = [{"u.py"}, {"a.py", "ds[0]"}, {"a.py"}, {"b.py"}, {"c.py", "ds[0]"}, {"d.py"}, {"e.py"}]
+    rank = [None, 2.0, math.inf, 0.0, math.inf, 1.0, math.inf]
+    # by hand: the unbudgeted group first; then B (0), D (1), {A, C} (2) in their own order, then E (unplanned)
+    assert plan_order(links, rank) == [0, 3, 5, 1, 2, 4, 6]
+    # no plan at all: each linked group at its first member's place, in its own order
+    assert plan_order(links, [None] * 7) == [0, 1, 2, 4, 3, 5, 6]
+    assert plan_order([{"m"}] * 3, [math.inf, 0.0, 1.0]) == [0, 1, 2]  # one module: never split
+    assert plan_order([], []) == []
 
 
 def test_book_from_results_by_hand():

@@ -87,10 +87,10 @@ def project(pytester: pytest.Pytester) -> pytest.Pytester:
     return p
 
 
-def _costs(project: pytest.Pytester, tests: dict[str, float]) -> None:
+def _costs(project: pytest.Pytester, tests: dict[str, float], decided: dict[str, bool] | None = None) -> None:
     path = project.path / ".cache" / "rag-harness" / "budget" / "costs-local-smollm2-135m-instruct.json"
     path.parent.mkdir(parents=True)
-    path.write_text(json.dumps({"source": "test", "fixtures": {}, "tests": tests, "decided": {}}))
+    path.write_text(json.dumps({"source": "test", "fixtures": {}, "tests": tests, "decided": decided or {}}))
 
 
 def _run(project: pytest.Pytester, *args: str, per_query: float = 0.0):
@@ -138,6 +138,22 @@ def test_a_sequential_claim_stops_at_the_look_the_budget_refuses(project: pytest
     assert seq["stopped_at_look"] == 1 and seq["stopped"] == "not decided within the budget at look 1"
     assert row["ci"] is not None and row["n"] == 10  # the last look's interval stays on the row
     assert "stopped: not decided within the budget at look 1" in out
+
+
+def test_under_a_budget_the_claims_run_before_the_measurements(project: pytest.Pytester):
+    """A test bound to no claim decides nothing: under a budget it runs after the claims the plan takes, without
+    one in the collection's order."""
+    project.makepyfile(test_a_measure="import pytest\n\n@pytest.mark.benchmark\ndef test_measure():\n"
+                                      "    print('RAN measure')\n")
+    claims = {"test_claims.py::test_dear[DEAR]": 0.1, "test_claims.py::test_cheap[CHEAP]": 0.1,
+              "test_claims.py::test_seq[SEQ]": 0.1}
+    _costs(project, {"test_a_measure.py::test_measure": 0.1, **claims}, {k: True for k in claims})
+    order = lambda result: list(dict.fromkeys(  # noqa: E731  (-v -s: each test's line starts with its node id)
+        ln.split(" ")[0].split("::")[-1] for ln in result.stdout.lines if ln.startswith("test_") and "::" in ln))
+    budgeted, _, _ = _run(project, "--budget", "10m", "-v", "-p", "no:randomly")
+    assert order(budgeted) == ["test_dear[DEAR]", "test_cheap[CHEAP]", "test_seq[SEQ]", "test_measure"]
+    unbudgeted, _, _ = _run(project, "-v", "-p", "no:randomly")
+    assert order(unbudgeted)[0] == "test_measure"
 
 
 def test_a_bad_budget_stops_the_run_in_one_line(project: pytest.Pytester):

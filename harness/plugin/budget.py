@@ -13,7 +13,7 @@ from typing import Any, Generator
 
 import pytest
 
-from harness.budget import Allocator, CostBook, Unit, book_from_results, parse_budget
+from harness.budget import Allocator, CostBook, Unit, book_from_results, parse_budget, plan_order, plan_within
 from harness.plugin.state import CONTROL_KEY, RESULTS_KEY, harness_config_of
 
 BUDGET_KEY = pytest.StashKey["BudgetHooks"]()
@@ -56,6 +56,20 @@ def _wider_fixtures(item: pytest.Item) -> list[tuple[str, Any]]:
     return out
 
 
+def _links(item: pytest.Item) -> set[str]:
+    """What an item must stay beside when the run is reordered: its module, and each instance of a parametrised
+    wider-scoped fixture it uses (moved apart, either would be set up twice)."""
+    keys = {item.nodeid.split("::", 1)[0]}
+    spec = getattr(item, "callspec", None)
+    info = getattr(item, "_fixtureinfo", None)
+    if spec is not None and info is not None:
+        for name, index in spec.indices.items():
+            defs = info.name2fixturedefs.get(name)
+            if defs and defs[-1].scope != "function":
+                keys.add(f"{name}[{index}]")
+    return keys
+
+
 class BudgetHooks:
     """Admits each benchmark test, and each later look of a sequential claim, within the run's budget."""
 
@@ -73,11 +87,19 @@ class BudgetHooks:
 
     @pytest.hookimpl(trylast=True)
     def pytest_collection_modifyitems(self, items: list[pytest.Item]) -> None:
-        """The benchmark tests, in the order they will run, wait in the plan (and, budget or not, are the tests
-        whose costs the run keeps)."""
+        """The benchmark tests wait in the plan (and, budget or not, are the tests whose costs the run keeps).
+        Under a budget they run in the order the plan picks them (`plan_order`): what the budget takes first, so
+        estimates that were short cost the claims worth least."""
         self.items = [item for item in items if _budgeted(item)]
-        if self.allocator.limit_s is not None:
-            self.replan(set())
+        if self.allocator.limit_s is None:
+            return
+        self.replan(set())
+        a = self.allocator
+        picked = plan_within(list(a.waiting.values()), a.fixture_s, a.limit_s / a.safety if a.limit_s else 0.0)
+        place = {key: n for n, key in enumerate(picked)}
+        rank = [float(place.get(i.nodeid, math.inf)) if _budgeted(i) else None for i in items]
+        items[:] = [items[n] for n in plan_order([_links(i) for i in items], rank)]
+        self.items = [item for item in items if _budgeted(item)]
 
     def unit_of(self, item: pytest.Item, set_up: set[str]) -> Unit:
         """A test as the allocator sees it: its own seconds, its chance of a decision, the wider fixtures it still
