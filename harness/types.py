@@ -98,6 +98,13 @@ class Trace:
     events: list[dict[str, Any]] = field(default_factory=list)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)
 
+    def __getstate__(self) -> dict[str, Any]:
+        """A trace kept for a later run (`harness.replay`): its stages and events, not its lock."""
+        return {"stages": self.stages, "events": self.events}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.stages, self.events, self._lock = state["stages"], state["events"], threading.Lock()
+
     def _stack(self) -> tuple[Stage, ...]:
         return (_OPEN_STAGES.get() or {}).get(id(self), ())
 

@@ -244,7 +244,7 @@ def test_the_book_is_rescaled_to_the_runs_pace():
     hooks = object.__new__(pb.BudgetHooks)
     hooks.book = CostBook({"study": 50.0}, {"a": 10.0, "b": 10.0, "c": 10.0}, {})
     hooks.allocator = Allocator(1000.0, fixture_s=dict(hooks.book.fixtures))
-    hooks.scale, hooks._running, hooks._pace = 1.0, {}, [0.0, 0.0]
+    hooks.scale, hooks._running, hooks._pace, hooks._meter = 1.0, {}, [0.0, 0.0], {}
 
     class Report:
         def __init__(self, nodeid: str, when: str, duration: float) -> None:
@@ -258,6 +258,12 @@ def test_the_book_is_rescaled_to_the_runs_pace():
     assert hooks.allocator.fixture_s == {"study": 150.0}
     hooks._running["free"] = 0.0
     hooks.pytest_runtest_logreport(Report("free", "call", 95.0))  # the book has it as free: no ratio to read
+    assert hooks.scale == 3.0
+    from harness.llm.meter import METER
+
+    hooks._running["replayed"], hooks._meter["replayed"] = 10.0, METER.snapshot()
+    METER.cache_hit()  # answered from the cache (or replayed), no model call: 0.1 s says nothing of the pace
+    hooks.pytest_runtest_logreport(Report("replayed", "call", 0.1))
     assert hooks.scale == 3.0
     hooks._running["c"] = 10.0
     hooks.pytest_runtest_logreport(Report("c", "call", 1000.0))  # far slower still: the scale is capped at 4

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 __all__ = ["rag_dataset", "rag_dense_store", "rag_dense_retriever", "rag_bench_services", "rag_bench_queries",
-           "rag_uncached_llm", "rag_judge_agreement", "rag_kb"]
+           "rag_uncached_llm", "rag_judge_agreement", "rag_kb", "rag_replay"]
 
 
 @pytest.fixture(scope="session")
@@ -69,7 +69,23 @@ def rag_uncached_llm(rag_llm: Any) -> Any:
 
 
 @pytest.fixture(scope="session")
-def rag_judge_agreement(rag_judges: Any, rag_qa_set: Any, rag_config: Any) -> Any:
+def rag_replay(rag_config: Any, pytestconfig: pytest.Config) -> Any:
+    """What earlier runs drew from the model on this code and configuration (`harness.replay.Replay`): a study or
+    an uncached measurement asks it first, and calls the model only for what no earlier run measured."""
+    from harness.plugin.state import REPLAY_KEY
+    from harness.replay import Replay
+
+    h = rag_config.harness
+    settings = rag_config.model_dump(mode="json")
+    for where in ("report_dir", "cache_dir"):  # where things are written changes no figure
+        settings.get("harness", {}).pop(where, None)
+    replay = Replay(h.cache_dir / "replay" if h.llm.cache else None, {"config": settings})
+    pytestconfig.stash[REPLAY_KEY] = replay
+    return replay
+
+
+@pytest.fixture(scope="session")
+def rag_judge_agreement(rag_judges: Any, rag_qa_set: Any, rag_config: Any, rag_replay: Any) -> Any:
     """Every judge (and the lexical baseline) on a seeded sample of HaluEval items (half right, half
     hallucinated answers, the gold passage as context), twice for LLM judges: κ, accuracy, flip rate, α.
     `harness.judge.agreement_items` of them, at most --max-queries (at least 2)."""
@@ -79,7 +95,9 @@ def rag_judge_agreement(rag_judges: Any, rag_qa_set: Any, rag_config: Any) -> An
     h = rag_config.harness
     qa = rag_qa_set("judge")
     items = halueval_items(qa, max(2, h.capped(h.judge.agreement_items)), seed=h.seed)
-    return measure_agreement(rag_judges, items, qa.name, seed=h.judge.seed)
+    study, _ = rag_replay("judge-agreement", lambda: measure_agreement(rag_judges, items, qa.name, seed=h.judge.seed),
+                          judges=[j.name for j in rag_judges], labelled_set=qa.name, items=repr(items))
+    return study
 
 
 @pytest.fixture(scope="session")

@@ -13,6 +13,7 @@ from typing import Any, Generator
 
 import pytest
 
+from harness.llm.meter import METER
 from harness.budget import Allocator, CostBook, Unit, book_from_results, parse_budget, plan_order, plan_within
 from harness.plugin.state import CONTROL_KEY, RESULTS_KEY, harness_config_of
 
@@ -84,6 +85,7 @@ class BudgetHooks:
         self.scale = 1.0  # this run's pace over the book's: actual seconds / estimated, over the tests run so far
         self._running: dict[str, float] = {}  # nodeid -> its own seconds in the book, until its call is reported
         self._pace = [0.0, 0.0]  # estimated, actual seconds of the tests finished
+        self._meter: dict[str, dict[str, int]] = {}  # nodeid -> the LLM meter when it was admitted
 
     @pytest.hookimpl(trylast=True)
     def pytest_collection_modifyitems(self, items: list[pytest.Item]) -> None:
@@ -128,6 +130,7 @@ class BudgetHooks:
         if why is not None:
             raise NotWithinBudget(why)
         self._running[item.nodeid] = self.book.tests.get(item.nodeid, DEFAULT_TEST_S)
+        self._meter[item.nodeid] = METER.snapshot()
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         """A test's own time (its call) against its book figure: once enough has run, the book's figures are
@@ -136,6 +139,9 @@ class BudgetHooks:
         if report.when != "call" or report.nodeid not in self._running:
             return
         estimate = self._running.pop(report.nodeid)
+        before, now = self._meter.pop(report.nodeid, None), METER.snapshot()
+        if before is not None and now["llm_calls"] == before["llm_calls"] and now["cache_hits"] > before["cache_hits"]:
+            return  # served from the response cache or replayed (harness.replay): says nothing of the model's pace
         if estimate < PACE_MIN_S:  # a test the book has as (nearly) free: its ratio would be noise or infinite
             return
         self._pace[0] += estimate

@@ -35,6 +35,10 @@ class ReportHooks:
             from harness.report.terminal import budget_line
 
             lines.append(budget_line(results["budget"]))
+        if results.get("replayed") and lines:
+            from harness.report.terminal import replay_line
+
+            lines.append(replay_line(results["replayed"]))
         if "selfchecks" in results and lines:
             from harness.report.selfchecks import selfcheck_line
 
@@ -121,6 +125,11 @@ class ReportHooks:
         if budget is not None:  # what --budget allowed, spent and refused (per process under xdist)
             results["budget"] = {**budget.allocator.summary(), "pace": round(budget.scale, 3),
                                  "costs_from": str(budget.path)}
+        from harness.plugin.state import REPLAY_KEY
+
+        replay = self.config.stash.get(REPLAY_KEY, None)
+        if replay is not None and replay.replayed:  # what this process replayed instead of calling the model
+            results["replayed"] = list(replay.replayed)
         self.config.stash[RESULTS_KEY] = results
         self.config._harness_report_paths = write_results(results, hc.harness.report_dir)  # type: ignore[attr-defined]
         if self.config.getoption("strict_verdicts") and any(r["verdict"] == "inconclusive" for r in results["specs"]):

@@ -1,6 +1,8 @@
 """Stash keys shared by the plugin's hooks and its fixtures."""
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
 from harness.catalogue import TIERS, Catalogue, Spec
@@ -49,6 +51,7 @@ PROP_BUDGET = "harness_budget"  # the test was cut short by the run's cost cap
 PROP_FATAL = "harness_fatal"  # the test stopped on a model that cannot be called: an error, never a fail
 CONTROL_KEY = pytest.StashKey[dict]()
 ISOLATED_KEY = pytest.StashKey[dict]()
+REPLAY_KEY = pytest.StashKey[Any]()  # the session's harness.replay.Replay, once a test asked for it
 
 
 class SpecCheckFailed(AssertionError):

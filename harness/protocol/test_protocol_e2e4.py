@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 
 from harness.data import load_experiment_inputs
+from harness.provenance import content_hash_of
 from harness.retrieval.rerank import make_reranker
 from harness.runner import run_experiments
 from harness.stats._effect import paired_effect, proportion_effect
@@ -26,28 +27,36 @@ FILES = {"e2": "e2_standard_rag.jsonl", "e3": "e3_filtered_rag.jsonl", "e4": "e4
 
 
 @pytest.fixture(scope="module")
-def study(rag_uncached_llm, rag_embedder, rag_config, rag_kb, tmp_path_factory):
+def study(rag_uncached_llm, rag_embedder, rag_config, rag_kb, rag_replay, tmp_path_factory):
     """All three experiments over --max-queries of the KB's queries (0 = all 150); uncached (LLM and embedding
-    vectors), since stage timings and total wall time are specs: a cached run would time cache lookups."""
+    vectors), since stage timings and total wall time are specs: a cached run would time cache lookups. A later
+    run on the same code, configuration and model replays the study as measured (`rag_replay`)."""
     llm = rag_uncached_llm
     total = len(load_experiment_inputs(rag_kb).queries)
     out = rag_config.harness.report_dir / "e2e4"
     rag_embedder = rag_embedder.uncached()
     reranker = make_reranker(rag_config.harness.reranker, rag_embedder)
-    t0 = time.perf_counter()
-    summary = run_experiments(rag_kb, out, llm=llm, model=llm.label, log_dir=out / "logs", embedder=rag_embedder,
-                              reranker=reranker, db_uri=tmp_path_factory.mktemp("e2e4-db"), overwrite=True,
-                              limit=rag_config.harness.max_queries or None, concurrency=llm.concurrency)
-    wall = time.perf_counter() - t0
+
+    def run() -> dict:
+        t0 = time.perf_counter()
+        summary = run_experiments(rag_kb, out, llm=llm, model=llm.label, log_dir=out / "logs", embedder=rag_embedder,
+                                  reranker=reranker, db_uri=tmp_path_factory.mktemp("e2e4-db"), overwrite=True,
+                                  limit=rag_config.harness.max_queries or None, concurrency=llm.concurrency)
+        return {"summary": summary, "wall": time.perf_counter() - t0,
+                "rows": {e: load_rows(out / f) for e, f in FILES.items()}}
+
+    drawn, replayed_from = rag_replay("e2e4-study", run, model=llm.label, kb=content_hash_of(rag_kb),
+                                      reranker=reranker.name, embedder=getattr(rag_embedder, "name", ""))
     selected = min(total, rag_config.harness.max_queries or total)
-    return {"summary": summary, "wall": wall, "rows": {e: load_rows(out / f) for e, f in FILES.items()},
-            "selected": selected, "total": total, "kb": rag_kb.name.split("-seed")[0],
-            "model": llm.label, "reranker": reranker.name, "embedder_cache": "off", "concurrency": llm.concurrency}
+    return {**drawn, "selected": selected, "total": total, "kb": rag_kb.name.split("-seed")[0],
+            "model": llm.label, "reranker": reranker.name, "embedder_cache": "off", "concurrency": llm.concurrency,
+            "replayed_from": replayed_from}
 
 
 def _ctx(study, **kw):
+    replayed = {"replayed_from": study["replayed_from"]} if study.get("replayed_from") else {}
     return {"model": study["model"], "dataset": study["kb"], "queries": f"{study['selected']} of {study['total']}",
-            "queries_used": study["selected"], "queries_available": study["total"], **kw}
+            "queries_used": study["selected"], "queries_available": study["total"], **replayed, **kw}
 
 
 @pytest.mark.spec("E2E4-FR4-1", "E2E4-FR5-2")

@@ -39,9 +39,10 @@ def _run(question_id: str, correct: bool, res, q, seconds: float, trace: Trace, 
 
 
 @pytest.fixture(scope="module")
-def ret_study(rag_uncached_llm, rag_embedder, rag_config, rag_make_technique, rag_qa_set, tmp_path_factory):
+def ret_study(rag_uncached_llm, rag_embedder, rag_config, rag_make_technique, rag_qa_set, rag_replay, tmp_path_factory):
     """Matched pairs, uncached: RET-GATE-6 is a latency figure and a cache hit would hide the model's time.
-    Each run's wall time covers every call of the arm: retrieval, the RET calls and the choice / answer."""
+    Each run's wall time covers every call of the arm: retrieval, the RET calls and the choice / answer. A later
+    run on the same code, configuration and model replays the pairs as measured (`rag_replay`)."""
     from harness.techniques.backends import persistent_index
 
     llm = rag_uncached_llm
@@ -91,13 +92,17 @@ def ret_study(rag_uncached_llm, rag_embedder, rag_config, rag_make_technique, ra
         bar.advance()
         return out
 
-    # questions side by side up to the client's bound (1 for the local model: its server answers one at a time);
-    # each question's two arms run one after the other, so its wall time is its own
-    rows = [r for rs in ordered_map(one_mcq, mcq, llm.concurrency) for r in rs]
-    rows += [r for rs in ordered_map(one_open, open_qa, llm.concurrency) for r in rs]
+    def draw() -> list[dict]:
+        # questions side by side up to the client's bound (1 for the local model: its server answers one at a
+        # time); each question's two arms run one after the other, so its wall time is its own
+        rows = [r for rs in ordered_map(one_mcq, mcq, llm.concurrency) for r in rs]
+        return rows + [r for rs in ordered_map(one_open, open_qa, llm.concurrency) for r in rs]
+
+    rows, replayed_from = rag_replay("ret-study", draw, model=llm.label, dataset=dataset, variant=variant,
+                                     questions=repr((mcq, open_qa)))
     bar.close()
     return {"rows": rows, "model": llm.label, "prompt_variant": variant, "price": llm.price,
-            "technique": arms["on"].name, "dataset": dataset}
+            "technique": arms["on"].name, "dataset": dataset, "replayed_from": replayed_from}
 
 
 def _arms(study, subset=None):
@@ -118,7 +123,8 @@ def _ctx(study, **kw):
     on = [r for r in study["rows"] if r["arm"] == "on"]
     return {"model": study["model"], "technique": study["technique"], "dataset": study["dataset"], "ret_skips": skipped,
             "ret_skip_rate": sum(skipped.values()) / len(on) if on else float("nan"),
-            "prompt_variant": study["prompt_variant"], **kw}
+            "prompt_variant": study["prompt_variant"],
+            **({"replayed_from": study["replayed_from"]} if study.get("replayed_from") else {}), **kw}
 
 
 @pytest.mark.spec("RET-GATE-1")

@@ -157,16 +157,23 @@ def test_fusion_recall(rag_dataset, dense_arm, fusion_arm, rag_config, rag_check
 
 
 @pytest.mark.spec("RAGF-003")
-def test_fusion_ranking_stability(rag_uncached_llm, rag_make_technique, rag_bench_services, rag_bench_queries, rag_dataset, rag_check):
-    """Repeat the whole fusion (fresh multi-query samples at T=0.8) 3 times; 1 - mean top-10 overlap."""
+def test_fusion_ranking_stability(rag_uncached_llm, rag_make_technique, rag_bench_services, rag_bench_queries, rag_dataset,
+                                  rag_replay, rag_check):
+    """Repeat the whole fusion (fresh multi-query samples at T=0.8) 3 times; 1 - mean top-10 overlap. A later run
+    on the same code, configuration and model replays the rankings drawn (`rag_replay`)."""
     fusion = rag_make_technique("rag-fusion", dataclasses.replace(rag_bench_services, llm=rag_uncached_llm))
+    queries = rag_bench_queries[:10]
+    tops, replayed_from = rag_replay("ragf-003", lambda: [[fusion.run(q).ids[:10] for _ in range(3)] for q in queries],
+                                     model=rag_uncached_llm.label, dataset=rag_dataset.name,
+                                     queries=[(q.id, q.text) for q in queries])
     variances = []
-    for q in rag_bench_queries[:10]:
-        tops = [set(fusion.run(q).ids[:10]) for _ in range(3)]
-        overlaps = [len(a & b) / 10 for i, a in enumerate(tops) for b in tops[i + 1:]]
+    for runs in tops:
+        sets = [set(t) for t in runs]
+        overlaps = [len(a & b) / 10 for i, a in enumerate(sets) for b in sets[i + 1:]]
         variances.append(1 - float(np.mean(overlaps)))
     rag_check("RAGF-003", float(np.mean(variances)), n=len(variances), runs=3, model=rag_uncached_llm.label,
-          dataset=rag_dataset.name, technique=fusion.name)
+              dataset=rag_dataset.name, technique=fusion.name,
+              **({"replayed_from": replayed_from} if replayed_from else {}))
 
 
 @pytest.mark.spec("QRW-003")
@@ -189,16 +196,18 @@ def _answer(llm, query: str, hits) -> str:
 
 @pytest.mark.spec("RAGF-006")
 def test_fusion_pipeline_latency(rag_uncached_llm, rag_make_technique, rag_bench_services, rag_dense_retriever, rag_bench_queries,
-                                 rag_dataset, rag_check, rag_measure):
+                                 rag_dataset, rag_replay, rag_check, rag_measure):
     fusion = rag_make_technique("rag-fusion", dataclasses.replace(rag_bench_services, llm=rag_uncached_llm))
     texts = [q.text for q in rag_bench_queries[:6]]
     single = lambda q: _answer(rag_uncached_llm, q, rag_dense_retriever.retrieve(q, 5))  # noqa: E731
     fused = lambda q: _answer(rag_uncached_llm, q, fusion.run(q).hits[:5])  # noqa: E731
-    ratio = interleaved_ratio(single, fused, texts)
+    ratio, replayed_from = rag_replay("ragf-006", lambda: interleaved_ratio(single, fused, texts),
+                                      model=rag_uncached_llm.label, dataset=rag_dataset.name, queries=texts)
+    replayed = {"replayed_from": replayed_from} if replayed_from else {}
     rag_measure("rag_fusion_vs_single_pipeline", ratio.median, dataset=rag_dataset.name, model=rag_uncached_llm.label,
-            **ratio.as_context())
+                **ratio.as_context(), **replayed)
     rag_check("RAGF-006", ratio.median, n=ratio.rounds, model=rag_uncached_llm.label, technique=fusion.name,
-          dataset=rag_dataset.name, **{k: v for k, v in ratio.as_context().items() if k != "kind"})
+              dataset=rag_dataset.name, **{k: v for k, v in ratio.as_context().items() if k != "kind"}, **replayed)
 
 
 @pytest.mark.spec("BENCH-RAGF-PARALLEL-RETRIEVAL")
@@ -222,7 +231,7 @@ def test_parallel_retrieval_stage(rag_dense_retriever, rag_bench_queries, fusion
 
 @pytest.mark.spec("WSOP-006")
 def test_latency_scales_with_complexity(rag_uncached_llm, rag_embedder, rag_make_technique, rag_bench_services, rag_bench_queries,
-                                        rag_dataset, tmp_path, rag_check, rag_measure) -> None:
+                                        rag_dataset, tmp_path, rag_replay, rag_check, rag_measure) -> None:
     from harness.retrieval.index.lancedb_store import LanceStore
     from harness.retrieval import Retriever
     from harness.techniques.crag import LocalWebSearch
@@ -232,17 +241,25 @@ def test_latency_scales_with_complexity(rag_uncached_llm, rag_embedder, rag_make
     web_store.index(web_docs, rag_embedder)
     services = dataclasses.replace(rag_bench_services, llm=rag_uncached_llm, web=LocalWebSearch(Retriever(web_store, rag_embedder)))
     pipe = rag_make_technique("wsop", services)
-    times: dict[str, list[float]] = {"simple": [], "moderate": [], "complex": []}
-    for q in rag_bench_queries[:5]:
-        for level in times:
-            t0 = time.perf_counter()
-            pipe.run(Query(q.id, q.text, {"complexity": level}))
-            times[level].append(time.perf_counter() - t0)
+    queries = rag_bench_queries[:5]
+
+    def draw() -> dict[str, list[float]]:
+        times: dict[str, list[float]] = {"simple": [], "moderate": [], "complex": []}
+        for q in queries:
+            for level in times:
+                t0 = time.perf_counter()
+                pipe.run(Query(q.id, q.text, {"complexity": level}))
+                times[level].append(time.perf_counter() - t0)
+        return times
+
+    times, replayed_from = rag_replay("wsop-006", draw, model=rag_uncached_llm.label, dataset=rag_dataset.name,
+                                      queries=[(q.id, q.text) for q in queries])
+    replayed = {"replayed_from": replayed_from} if replayed_from else {}
     med = {k: statistics.median(v) for k, v in times.items()}
     for k, v in med.items():
-        rag_measure(f"wsop_{k}_median_s", v, dataset=rag_dataset.name, model=rag_uncached_llm.label)
+        rag_measure(f"wsop_{k}_median_s", v, dataset=rag_dataset.name, model=rag_uncached_llm.label, **replayed)
     rag_check("WSOP-006", med["simple"] < med["moderate"] < med["complex"], medians=med, n=5, model=rag_uncached_llm.label,
-              technique=pipe.name, dataset=rag_dataset.name)
+              technique=pipe.name, dataset=rag_dataset.name, **replayed)
 
 
 @pytest.mark.rag_data("crag")

@@ -148,3 +148,11 @@ def budget_line(budget: dict[str, Any]) -> str:
     limit = budget.get("limit_s")
     return (f"budget: {budget.get('spent_s', 0):.0f} s of {limit:.0f} s spent; {len(refused)} claim"
             f"{'' if len(refused) == 1 else 's'} not decided within the budget") if limit else "budget: none"
+
+
+def replay_line(replayed: list[dict[str, Any]]) -> str:
+    """Measurements replayed from earlier runs on the same code, configuration and model (`harness.replay`)."""
+    calls = sum(int(r.get("calls") or 0) for r in replayed)
+    names = ", ".join(f"{r['name']} (measured {r['measured_at']})" for r in replayed)
+    return (f"replayed: {len(replayed)} measurement{'' if len(replayed) == 1 else 's'} of earlier runs on this code "
+            f"and model, {calls} model calls not made again: {names}")

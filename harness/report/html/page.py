@@ -115,6 +115,10 @@ def render_html(results: dict[str, Any]) -> str:
         body += ["<h2>Latency ratios (dashed line: 1.0×)</h2>", lat]
     if results.get("budget"):
         body += [budget_html(results["budget"])]
+    if results.get("replayed"):
+        from harness.report.terminal import replay_line
+
+        body += [f"<p class=\"muted\">{escape(replay_line(results['replayed']))}</p>"]
     if "selfchecks" in results:
         from harness.report.selfchecks import selfcheck_html
 
