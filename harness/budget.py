@@ -77,10 +77,35 @@ def plan_within(units: Sequence[Unit], fixture_s: Mapping[str, float], capacity_
     those that need no other such set-up: a study serves several claims, so its worth is theirs together and its
     cost is counted once); each pick's set-ups are then done for the rest. Ties go to the earlier candidate. Keys in
     the order picked."""
+    todo = {u.key: u for u in units}
+    if not any(u.fixtures for u in todo.values()):
+        return _plan_alone(list(todo.values()), capacity_s)
+    return _plan_greedy(todo, fixture_s, capacity_s, shared_s)
+
+
+def _plan_alone(units: list[Unit], capacity_s: float) -> list[str]:
+    """`plan_within` where no unit needs a set-up, in one pass: each pick is the unit of the highest worth that
+    still fits (ties to the earlier), and what is left only shrinks, so a unit that does not fit when its turn in
+    worth order comes never fits later."""
+    values = [u.value for u in units]
+    if any(math.isnan(v) for v in values):  # no order to sort by: the general rule
+        return _plan_greedy({u.key: u for u in units}, {}, capacity_s, 0.0)
+    chosen: list[str] = []
+    left = capacity_s
+    for i in sorted(range(len(units)), key=lambda i: -values[i]):  # stable: ties keep their order
+        cost = units[i].cost_s
+        if cost <= left:
+            chosen.append(units[i].key)
+            left -= cost
+    return chosen
+
+
+def _plan_greedy(todo: dict[str, Unit], fixture_s: Mapping[str, float], capacity_s: float,
+                 shared_s: float) -> list[str]:
+    """`plan_within`'s rule step by step, every candidate weighed again after each pick (it consumes `todo`)."""
     chosen: list[str] = []
     have: set[str] = set()
     left = capacity_s
-    todo = {u.key: u for u in units}
     while todo:
         candidates = [[u] for u in todo.values()]
         shared = {f for u in todo.values() for f in u.fixtures if f not in have and fixture_s.get(f, 0.0) >= shared_s}

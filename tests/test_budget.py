@@ -275,3 +275,52 @@ def test_costs_are_kept_per_model(tmp_path):
 
     assert costs_path(tmp_path, "local/smollm2-135m-instruct") == tmp_path / "budget" / "costs-local-smollm2-135m-instruct.json"
     assert costs_path(tmp_path, "openai/gpt-4o-mini").name == "costs-openai-gpt-4o-mini.json"
+
+
+def _plan_reference(units, fixture_s, capacity_s, shared_s=5.0):
+    """`plan_within` as first written (every candidate weighed again after each pick): the oracle of the one-pass
+    plan where no unit needs a set-up."""
+    chosen, have, left = [], set(), capacity_s
+    todo = {u.key: u for u in units}
+    while todo:
+        candidates = [[u] for u in todo.values()]
+        shared = {f for u in todo.values() for f in u.fixtures if f not in have and fixture_s.get(f, 0.0) >= shared_s}
+        for f in sorted(shared):
+            users = [u for u in todo.values() if f in u.fixtures]
+            alone = [u for u in users if not (u.fixtures - have - {f}) & shared]
+            candidates += [users] + ([alone] if alone and len(alone) < len(users) else [])
+        best = None
+        for group in candidates:
+            setups = set().union(*(u.fixtures for u in group)) - have
+            cost = sum(u.cost_s for u in group) + sum(fixture_s.get(f, 0.0) for f in setups)
+            if cost > left:
+                continue
+            value = (sum(u.p_decide for u in group) / max(cost, 1e-3) if len(group) > 1 or setups
+                     else group[0].value)
+            if best is None or value > best[0]:
+                best = (value, group, setups, cost)
+        if best is None:
+            break
+        for u in best[1]:
+            chosen.append(u.key)
+            del todo[u.key]
+        have |= best[2]
+        left -= best[3]
+    return chosen
+
+
+@pytest.mark.parametrize("with_fixtures", [False, True])
+def test_the_plan_equals_the_step_by_step_greedy_on_random_units(with_fixtures):
+    """The one-pass plan (no set-ups) and the general one pick exactly what the step-by-step greedy picks, in its
+    order, ties included (few distinct costs and worths, so ties are common)."""
+    rng = np.random.default_rng(39)
+    fixtures = {"study": 30.0, "index": 8.0, "small": 2.0, "free": 0.0}
+    for _ in range(400):
+        n = int(rng.integers(0, 30))
+        units = [Unit(f"u{i}", float(rng.choice([0.0, 1.0, 2.5, 4.0, 10.0, 33.3])),
+                      float(rng.choice([0.1, 0.5, 0.9, 0.5 * rng.random()])),
+                      frozenset(f for f in fixtures if with_fixtures and rng.random() < 0.3),
+                      None if rng.random() < 0.5 else float(rng.choice([4.0, 20.0, 60.0])))
+                 for i in range(n)]
+        capacity = float(rng.choice([0.0, 5.0, 20.0, 60.0, 200.0, 1e9]))
+        assert plan_within(units, fixtures, capacity) == _plan_reference(units, fixtures, capacity)
