@@ -244,7 +244,7 @@ def test_the_book_is_rescaled_to_the_runs_pace():
     hooks = object.__new__(pb.BudgetHooks)
     hooks.book = CostBook({"study": 50.0}, {"a": 10.0, "b": 10.0, "c": 10.0}, {})
     hooks.allocator = Allocator(1000.0, fixture_s=dict(hooks.book.fixtures))
-    hooks.scale, hooks._running, hooks._pace, hooks._meter = 1.0, {}, [0.0, 0.0], {}
+    hooks.scale, hooks._running, hooks._pace, hooks._meter, hooks.keys = 1.0, {}, [0.0, 0.0], {}, set()
 
     class Report:
         def __init__(self, nodeid: str, when: str, duration: float) -> None:

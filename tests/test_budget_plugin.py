@@ -172,3 +172,36 @@ def test_a_run_without_benchmark_tests_keeps_no_costs(project: pytest.Pytester, 
         .assert_outcomes(passed=1)
     assert (project.path / "out" / "results.json").is_file()  # the run did report its timing
     assert not (project.path / ".cache" / "rag-harness" / "budget").exists()
+
+
+def test_a_dataset_s_index_is_one_set_up_per_dataset(pytester: pytest.Pytester):
+    """A session fixture that depends (at any depth) on a parametrised one is costed once per instance: the
+    second dataset's index is a set-up of its own, not one the first dataset's test already paid for."""
+    from harness.plugin.budget import _wider_fixtures
+    from tests.pytester_kit import ADDOPTS
+
+    pytester.makeini(f"[pytest]\naddopts = {ADDOPTS}\n")
+    pytester.makeconftest("""
+import pytest
+
+@pytest.fixture(scope="session", params=["small", "large"])
+def dataset_name(request):
+    return request.param
+
+@pytest.fixture(scope="session")
+def dataset(dataset_name):
+    return dataset_name
+
+@pytest.fixture(scope="session")
+def index(dataset):
+    return dataset
+
+@pytest.fixture(scope="session")
+def embedder():
+    return "model"
+""")
+    items = pytester.getitems("def test_search(index, embedder):\n    pass\n")
+    keys = [sorted(k for k, _ in _wider_fixtures(item) if k.split("[")[0] in ("index", "embedder", "dataset"))
+            for item in items]
+    assert keys == [["dataset[dataset_name=0]", "embedder", "index[dataset_name=0]"],
+                    ["dataset[dataset_name=1]", "embedder", "index[dataset_name=1]"]]

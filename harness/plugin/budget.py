@@ -45,16 +45,33 @@ def _budgeted(item: pytest.Item) -> bool:
 
 
 def _wider_fixtures(item: pytest.Item) -> list[tuple[str, Any]]:
-    """The item's session-, package-, module- and class-scoped fixtures, with their definitions."""
+    """The item's session-, package-, module- and class-scoped fixtures, with their definitions, each named by
+    the instance it needs: `rag_dense_store[rag_dataset_name=1]` where it depends, at any depth, on a parametrised
+    fixture (a dataset's index is one set-up per dataset, not one for all)."""
     info = getattr(item, "_fixtureinfo", None)
     if info is None:
         return []
+    indices = getattr(getattr(item, "callspec", None), "indices", {})
     out = []
     for name in info.names_closure:
         defs = info.name2fixturedefs.get(name)
         if defs and defs[-1].scope != "function":
-            out.append((name, defs[-1]))
+            params, seen, stack = set(), set(), [name]
+            while stack and indices:  # the parametrised fixtures this one depends on, itself included
+                dep = stack.pop()
+                if dep not in seen:
+                    seen.add(dep)
+                    if dep in indices:
+                        params.add(f"{dep}={indices[dep]}")
+                    dep_defs = info.name2fixturedefs.get(dep)
+                    stack.extend(dep_defs[-1].argnames if dep_defs else ())
+            out.append((f"{name}[{','.join(sorted(params))}]" if params else name, defs[-1]))
     return out
+
+
+def _base(key: str) -> str:
+    """The fixture a `_wider_fixtures` key names (its costs are kept per fixture, an average per set-up)."""
+    return key.split("[", 1)[0]
 
 
 def _links(item: pytest.Item) -> set[str]:
@@ -80,6 +97,8 @@ class BudgetHooks:
         self.path = costs_path(h.cache_dir, h.llm.model)
         self.book = prior_book().merged(CostBook.load(self.path))
         self.allocator = Allocator(limit_s, fixture_s=dict(self.book.fixtures))
+        self.keys: set[str] = set()  # the wider fixtures' instances the benchmark tests need
+        self.done: set[str] = set()  # those the tests admitted so far set up
         self.items: list[pytest.Item] = []  # the benchmark tests, in run order
         self.started: set[str] = set()  # those that have asked (granted or refused)
         self.scale = 1.0  # this run's pace over the book's: actual seconds / estimated, over the tests run so far
@@ -95,6 +114,8 @@ class BudgetHooks:
         self.items = [item for item in items if _budgeted(item)]
         if self.allocator.limit_s is None:
             return
+        self.keys = {key for i in self.items for key, _ in _wider_fixtures(i)}
+        self.allocator.fixture_s = self._fixture_costs()
         self.replan(set())
         a = self.allocator
         picked = plan_within(list(a.waiting.values()), a.fixture_s, a.limit_s / a.safety if a.limit_s else 0.0)
@@ -102,6 +123,11 @@ class BudgetHooks:
         rank = [float(place.get(i.nodeid, math.inf)) if _budgeted(i) else None for i in items]
         items[:] = [items[n] for n in plan_order([_links(i) for i in items], rank)]
         self.items = [item for item in items if _budgeted(item)]
+
+    def _fixture_costs(self) -> dict[str, float]:
+        """Each wider fixture's seconds per set-up at this run's pace, by instance."""
+        costs = {k: v * self.scale for k, v in self.book.fixtures.items()}
+        return {**costs, **{k: costs[_base(k)] for k in self.keys if _base(k) in costs}}
 
     def unit_of(self, item: pytest.Item, set_up: set[str]) -> Unit:
         """A test as the allocator sees it: its own seconds, its chance of a decision, the wider fixtures it still
@@ -122,7 +148,10 @@ class BudgetHooks:
         from harness.budget import NotWithinBudget
 
         defs = {n: d for i in self.items for n, d in _wider_fixtures(i)}
-        set_up = {n for n, d in defs.items() if getattr(d, "cached_result", None) is not None}
+        # an instance of a parametrised fixture is set up once a test that needs it was admitted; another fixture
+        # also where an earlier test (budgeted or not) set it up
+        set_up = self.done | {n for n, d in defs.items()
+                              if n == _base(n) and getattr(d, "cached_result", None) is not None}
         self.started.add(item.nodeid)
         self.replan(set_up)
         mine = self.unit_of(item, set_up)
@@ -130,6 +159,7 @@ class BudgetHooks:
         if why is not None:
             raise NotWithinBudget(why)
         self._running[item.nodeid] = self.book.tests.get(item.nodeid, DEFAULT_TEST_S)
+        self.done |= mine.fixtures
         self._meter[item.nodeid] = METER.snapshot()
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
@@ -148,7 +178,7 @@ class BudgetHooks:
         self._pace[1] += float(report.duration)
         if self._pace[0] >= SCALE_AFTER_S:
             self.scale = min(max(self._pace[1] / self._pace[0], SCALE_RANGE[0]), SCALE_RANGE[1])
-            self.allocator.fixture_s = {k: v * self.scale for k, v in self.book.fixtures.items()}
+            self.allocator.fixture_s = self._fixture_costs()
 
     def look(self, nodeid: str, step_s: float, to_end_s: float, p_decide: float | None) -> str | None:
         """A sequential claim's next look: None where granted, else why not."""
