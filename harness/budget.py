@@ -230,6 +230,13 @@ class CostBook:
     tests: dict[str, float] = field(default_factory=dict)  # nodeid -> its own setup, call and teardown seconds
     decided: dict[str, bool] = field(default_factory=dict)  # nodeid -> whether it ended decided last time
     source: str = ""
+    # wider-scoped fixture name -> model calls (cache hits included) of one set-up: 0 for an index, which the
+    # model's pace does not slow; a fixture missing here is read as calling the model
+    fixture_calls: dict[str, int] = field(default_factory=dict)
+
+    def calls_the_model(self, fixture: str) -> bool:
+        """Whether a fixture's set-up waits on the model (its seconds then scale with the run's pace)."""
+        return self.fixture_calls.get(fixture, 1) > 0
 
     def cost_of(self, nodeid: str, pending_fixtures: Iterable[str], default_s: float) -> float:
         """Estimated seconds of a test whose wider fixtures `pending_fixtures` are not yet set up."""
@@ -244,16 +251,19 @@ class CostBook:
 
     def merged(self, newer: "CostBook") -> "CostBook":
         return CostBook({**self.fixtures, **newer.fixtures}, {**self.tests, **newer.tests},
-                        {**self.decided, **newer.decided}, newer.source or self.source)
+                        {**self.decided, **newer.decided}, newer.source or self.source,
+                        {**self.fixture_calls, **newer.fixture_calls})
 
     def to_json(self) -> dict[str, Any]:
-        return {"source": self.source, "fixtures": self.fixtures, "tests": self.tests, "decided": self.decided}
+        return {"source": self.source, "fixtures": self.fixtures, "tests": self.tests, "decided": self.decided,
+                "fixture_calls": self.fixture_calls}
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> "CostBook":
         return cls({str(k): float(v) for k, v in (data.get("fixtures") or {}).items()},
                    {str(k): float(v) for k, v in (data.get("tests") or {}).items()},
-                   {str(k): bool(v) for k, v in (data.get("decided") or {}).items()}, str(data.get("source", "")))
+                   {str(k): bool(v) for k, v in (data.get("decided") or {}).items()}, str(data.get("source", "")),
+                   {str(k): int(v) for k, v in (data.get("fixture_calls") or {}).items()})
 
     @classmethod
     def load(cls, *paths: Path) -> "CostBook":
@@ -276,6 +286,7 @@ def book_from_results(results: Mapping[str, Any], source: str = "") -> CostBook:
     each test's own setup, call and teardown seconds (exclusive of the fixtures timed inside), and whether its
     claim ended decided."""
     fixtures: dict[str, float] = {}
+    calls: dict[str, int] = {}
     tests: dict[str, float] = {}
     phases = (results.get("timing") or {}).get("phases") or []
     # a test whose call never ran (skipped, or refused by the budget: bound to a claim or not) measured nothing of
@@ -286,7 +297,9 @@ def book_from_results(results: Mapping[str, Any], source: str = "") -> CostBook:
     for p in phases:
         kind, name, wall = p.get("kind"), str(p.get("name", "")), float(p.get("wall_s") or 0.0)
         if kind == "fixture" and p.get("scope") not in (None, "function"):
-            fixtures[name.removeprefix("fixture ")] = wall / max(int(p.get("count") or 1), 1)
+            count = max(int(p.get("count") or 1), 1)
+            fixtures[name.removeprefix("fixture ")] = wall / count
+            calls[name.removeprefix("fixture ")] = -(-(int(p.get("llm_calls") or 0) + int(p.get("cache_hits") or 0)) // count)
         elif kind in ("setup", "call", "teardown"):
             nodeid = name.removeprefix(f"{kind} ")
             if nodeid not in unrun:
@@ -294,4 +307,4 @@ def book_from_results(results: Mapping[str, Any], source: str = "") -> CostBook:
     verdicts = {s["id"]: s.get("verdict") for s in results.get("specs") or [] if "id" in s}
     decided = {t["nodeid"]: verdicts.get(t.get("spec_id")) in DECIDED_VERDICTS
                for t in results.get("tests") or [] if t["nodeid"] not in unrun}
-    return CostBook(fixtures, tests, decided, source)
+    return CostBook(fixtures, tests, decided, source, calls)

@@ -117,7 +117,9 @@ def test_plan_order_runs_the_plan_first_and_keeps_linked_items_together():
 def test_book_from_results_by_hand():
     results = {"timing": {"phases": [
         {"kind": "fixture", "scope": "session", "name": "fixture store", "wall_s": 30.0, "count": 2},
-        {"kind": "fixture", "scope": "module", "name": "fixture study", "wall_s": 7.0, "count": 1},
+        {"kind": "fixture", "scope": "module", "name": "fixture study", "wall_s": 7.0, "count": 1, "llm_calls": 90,
+         "cache_hits": 30},
+        {"kind": "fixture", "scope": "session", "name": "fixture judged", "wall_s": 2.0, "count": 2, "cache_hits": 1},
         {"kind": "fixture", "scope": "function", "name": "fixture tmp_path", "wall_s": 5.0, "count": 9},
         {"kind": "setup", "name": "setup t.py::a", "wall_s": 0.5},
         {"kind": "call", "name": "call t.py::a", "wall_s": 4.0},
@@ -131,7 +133,10 @@ def test_book_from_results_by_hand():
                   {"nodeid": "t.py::b", "spec_id": "B", "outcome": "passed"},
                   {"nodeid": "t.py::c", "spec_id": "B", "outcome": "budget"}]}
     book = book_from_results(results, "here")
-    assert book.fixtures == {"store": 15.0, "study": 7.0}
+    assert book.fixtures == {"store": 15.0, "study": 7.0, "judged": 1.0}
+    # model calls (cache hits included) per set-up, rounded up: an index calls none, so the pace leaves it alone
+    assert book.fixture_calls == {"store": 0, "study": 120, "judged": 1}
+    assert [book.calls_the_model(f) for f in ("store", "study", "judged", "never-seen")] == [False, True, True, True]
     assert book.tests == {"t.py::a": 4.75, "t.py::b": 1.0}
     assert book.decided == {"t.py::a": True, "t.py::b": False}
 
@@ -242,7 +247,8 @@ def test_the_book_is_rescaled_to_the_runs_pace():
     import harness.plugin.budget as pb
 
     hooks = object.__new__(pb.BudgetHooks)
-    hooks.book = CostBook({"study": 50.0}, {"a": 10.0, "b": 10.0, "c": 10.0}, {})
+    hooks.book = CostBook({"study": 50.0, "index": 40.0}, {"a": 10.0, "b": 10.0, "c": 10.0}, {},
+                          fixture_calls={"study": 120, "index": 0})
     hooks.allocator = Allocator(1000.0, fixture_s=dict(hooks.book.fixtures))
     hooks.scale, hooks._running, hooks._pace, hooks._meter, hooks.keys = 1.0, {}, [0.0, 0.0], {}, set()
 
@@ -255,7 +261,8 @@ def test_the_book_is_rescaled_to_the_runs_pace():
         hooks.pytest_runtest_logreport(Report(key, "setup", 500.0))  # its fixtures' set-up: not the model's pace
         hooks.pytest_runtest_logreport(Report(key, "call", 30.0))
         assert hooks.scale == (1.0 if i == 0 else 3.0)  # 10 estimated seconds are too few to judge the pace by
-    assert hooks.allocator.fixture_s == {"study": 150.0}
+    # a study waits on the model and triples; an index calls no model and keeps its seconds
+    assert hooks.allocator.fixture_s == {"study": 150.0, "index": 40.0}
     hooks._running["free"] = 0.0
     hooks.pytest_runtest_logreport(Report("free", "call", 95.0))  # the book has it as free: no ratio to read
     assert hooks.scale == 3.0

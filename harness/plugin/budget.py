@@ -126,7 +126,7 @@ class BudgetHooks:
 
     def _fixture_costs(self) -> dict[str, float]:
         """Each wider fixture's seconds per set-up at this run's pace, by instance."""
-        costs = {k: v * self.scale for k, v in self.book.fixtures.items()}
+        costs = {k: v * (self.scale if self.book.calls_the_model(k) else 1.0) for k, v in self.book.fixtures.items()}
         return {**costs, **{k: costs[_base(k)] for k in self.keys if _base(k) in costs}}
 
     def unit_of(self, item: pytest.Item, set_up: set[str]) -> Unit:
@@ -198,7 +198,8 @@ class BudgetHooks:
             ids = ({t["nodeid"] for t in results.get("tests") or [] if t.get("tier") == "benchmark"} if controller
                    else {i.nodeid for i in self.items})
             measured = CostBook(measured.fixtures, {k: v for k, v in measured.tests.items() if k in ids},
-                                {k: v for k, v in measured.decided.items() if k in ids}, measured.source)
+                                {k: v for k, v in measured.decided.items() if k in ids}, measured.source,
+                                measured.fixture_calls)
             if measured.tests:
                 from harness.report.atomic import atomic_write
 
