@@ -194,6 +194,11 @@ class Allocator:
         for u in units:
             self.waiting[u.key] = u
 
+    def picks(self, *steps: Unit) -> list[str]:
+        """What the plan for the budget left takes of `steps` and the claims still waiting (each estimate times
+        `safety`), in the order it picks them."""
+        return plan_within([*steps, *self.waiting.values()], self.fixture_s, self.remaining() / self.safety)
+
     def request(self, key: str, step_s: float, *, to_end_s: float | None = None, p_decide: float = PRIOR_P_DECIDE,
                 fixtures: Iterable[str] = ()) -> str | None:
         """Ask for the next step of `key` (a test, or a later look) of `step_s` seconds plus the set-ups
@@ -205,8 +210,7 @@ class Allocator:
         if self.limit_s is None:
             return None
         mine = Unit(key, step_s, p_decide, frozenset(fixtures), to_end_s)
-        left = self.remaining() / self.safety
-        if key in plan_within([mine, *self.waiting.values()], self.fixture_s, left):
+        if key in self.picks(mine):
             self.granted.append({"key": key, "step_s": round(step_s, 3), "at_s": round(self.elapsed(), 3)})
             return None
         need = (step_s + sum(self.fixture_s.get(f, 0.0) for f in mine.fixtures)) * self.safety

@@ -66,15 +66,17 @@ def reset() -> None:
 _HASHES: dict[str, str] = {}
 
 
-def content_hash_of(path: str | Path) -> str:
-    """sha256 over the relative names and bytes of every file under `path` (or of the file), sorted by name;
-    memoised per path for the process."""
+def content_hash_of(path: str | Path, skip: tuple[str, ...] = ()) -> str:
+    """sha256 over the relative names and bytes of every file under `path` (or of the file), sorted by name,
+    leaving out files under a folder named in `skip` (`__pycache__`: compiled caches); memoised per path for the
+    process."""
     p = Path(path)
-    key = str(p.resolve())
+    key = str(p.resolve()) + "".join(f"\0{s}" for s in skip)
     if key in _HASHES:
         return _HASHES[key]
     h = hashlib.sha256()
-    files = sorted(f for f in p.rglob("*") if f.is_file()) if p.is_dir() else [p]
+    files = (sorted(f for f in p.rglob("*") if f.is_file() and not set(skip) & set(f.relative_to(p).parts))
+             if p.is_dir() else [p])
     for f in files:
         h.update(str(f.relative_to(p) if p.is_dir() else f.name).encode())
         h.update(b"\0")

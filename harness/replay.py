@@ -22,25 +22,24 @@ from pathlib import Path
 from typing import Any, Callable, TypeVar
 
 from harness.llm.meter import METER
+from harness.provenance import content_hash_of
 
-__all__ = ["Replay", "code_hash"]
+__all__ = ["Replay", "code_hash", "replayed_context"]
 
 T = TypeVar("T")
 log = logging.getLogger("rag_harness.replay")
-_CODE: dict[str, str] = {}
 
 
 def code_hash(root: Path | None = None) -> str:
     """sha256 over the names and bytes of the package's files (compiled caches left out): what a replay was
     computed by."""
-    root = root or Path(__file__).resolve().parent
-    key = str(root)
-    if key not in _CODE:
-        h = hashlib.sha256()
-        for f in sorted(p for p in root.rglob("*") if p.is_file() and "__pycache__" not in p.parts):
-            h.update(str(f.relative_to(root)).encode() + b"\0" + f.read_bytes())
-        _CODE[key] = h.hexdigest()
-    return _CODE[key]
+    return content_hash_of(root or Path(__file__).resolve().parent, skip=("__pycache__",))
+
+
+def replayed_context(replayed_from: str | None) -> dict[str, str]:
+    """The context a check records for a replayed measurement (`replayed_from`: when it was measured); none for
+    one measured now."""
+    return {"replayed_from": replayed_from} if replayed_from else {}
 
 
 @dataclass

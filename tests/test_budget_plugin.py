@@ -177,7 +177,7 @@ def test_a_run_without_benchmark_tests_keeps_no_costs(project: pytest.Pytester, 
 def test_a_dataset_s_index_is_one_set_up_per_dataset(pytester: pytest.Pytester):
     """A session fixture that depends (at any depth) on a parametrised one is costed once per instance: the
     second dataset's index is a set-up of its own, not one the first dataset's test already paid for."""
-    from harness.plugin.budget import _wider_fixtures
+    from harness.plugin.budget import _links, _wider_fixtures
     from tests.pytester_kit import ADDOPTS
 
     pytester.makeini(f"[pytest]\naddopts = {ADDOPTS}\n")
@@ -205,3 +205,7 @@ def embedder():
             for item in items]
     assert keys == [["dataset[dataset_name=0]", "embedder", "index[dataset_name=0]"],
                     ["dataset[dataset_name=1]", "embedder", "index[dataset_name=1]"]]
+    # reordered, a test stays beside its module and the instances it shares, not beside every user of the embedder
+    links = _links(_wider_fixtures(items[1]), items[1].nodeid)
+    assert {"test_a_dataset_s_index_is_one_set_up_per_dataset.py", "index[dataset_name=1]"} <= links
+    assert "embedder" not in links and not any("=0" in k for k in links)

@@ -67,12 +67,12 @@ def test_code_hash_reads_the_sources_not_their_compiled_caches(tmp_path):
     before = code_hash(tmp_path)
     (tmp_path / "__pycache__").mkdir()
     (tmp_path / "__pycache__" / "m.cpython-312.pyc").write_bytes(b"\0compiled")
-    from harness import replay
+    from harness import provenance
 
-    replay._CODE.clear()
+    provenance._HASHES.clear()
     assert code_hash(tmp_path) == before
     (tmp_path / "m.py").write_text("x = 2\n")
-    replay._CODE.clear()
+    provenance._HASHES.clear()
     assert code_hash(tmp_path) != before
 
 

@@ -14,7 +14,7 @@ from typing import Any, Generator
 import pytest
 
 from harness.llm.meter import METER
-from harness.budget import Allocator, CostBook, Unit, book_from_results, parse_budget, plan_order, plan_within
+from harness.budget import Allocator, CostBook, Unit, book_from_results, parse_budget, plan_order
 from harness.plugin.state import CONTROL_KEY, RESULTS_KEY, harness_config_of
 
 BUDGET_KEY = pytest.StashKey["BudgetHooks"]()
@@ -74,18 +74,11 @@ def _base(key: str) -> str:
     return key.split("[", 1)[0]
 
 
-def _links(item: pytest.Item) -> set[str]:
-    """What an item must stay beside when the run is reordered: its module, and each instance of a parametrised
-    wider-scoped fixture it uses (moved apart, either would be set up twice)."""
-    keys = {item.nodeid.split("::", 1)[0]}
-    spec = getattr(item, "callspec", None)
-    info = getattr(item, "_fixtureinfo", None)
-    if spec is not None and info is not None:
-        for name, index in spec.indices.items():
-            defs = info.name2fixturedefs.get(name)
-            if defs and defs[-1].scope != "function":
-                keys.add(f"{name}[{index}]")
-    return keys
+def _links(fixtures: list[tuple[str, Any]], nodeid: str) -> set[str]:
+    """What an item must stay beside when the run is reordered: its module, and each instance of a wider-scoped
+    fixture that depends on a parametrised one (moved apart, either would be set up twice); `fixtures` is the
+    item's `_wider_fixtures`."""
+    return {nodeid.split("::", 1)[0]} | {key for key, _ in fixtures if key != _base(key)}
 
 
 class BudgetHooks:
@@ -97,6 +90,7 @@ class BudgetHooks:
         self.path = costs_path(h.cache_dir, h.llm.model)
         self.book = prior_book().merged(CostBook.load(self.path))
         self.allocator = Allocator(limit_s, fixture_s=dict(self.book.fixtures))
+        self.fixtures: dict[str, list[tuple[str, Any]]] = {}  # nodeid -> its `_wider_fixtures`, read at collection
         self.keys: set[str] = set()  # the wider fixtures' instances the benchmark tests need
         self.done: set[str] = set()  # those the tests admitted so far set up
         self.items: list[pytest.Item] = []  # the benchmark tests, in run order
@@ -114,14 +108,13 @@ class BudgetHooks:
         self.items = [item for item in items if _budgeted(item)]
         if self.allocator.limit_s is None:
             return
-        self.keys = {key for i in self.items for key, _ in _wider_fixtures(i)}
+        self.fixtures = {i.nodeid: _wider_fixtures(i) for i in items}
+        self.keys = {key for i in self.items for key, _ in self.fixtures[i.nodeid]}
         self.allocator.fixture_s = self._fixture_costs()
         self.replan(set())
-        a = self.allocator
-        picked = plan_within(list(a.waiting.values()), a.fixture_s, a.limit_s / a.safety if a.limit_s else 0.0)
-        place = {key: n for n, key in enumerate(picked)}
+        place = {key: n for n, key in enumerate(self.allocator.picks())}
         rank = [float(place.get(i.nodeid, math.inf)) if _budgeted(i) else None for i in items]
-        items[:] = [items[n] for n in plan_order([_links(i) for i in items], rank)]
+        items[:] = [items[n] for n in plan_order([_links(self.fixtures[i.nodeid], i.nodeid) for i in items], rank)]
         self.items = [item for item in items if _budgeted(item)]
 
     def _fixture_costs(self) -> dict[str, float]:
@@ -133,7 +126,8 @@ class BudgetHooks:
         """A test as the allocator sees it: its own seconds, its chance of a decision, the wider fixtures it still
         needs (their seconds are the allocator's `fixture_s`)."""
         return Unit(item.nodeid, self.scale * self.book.tests.get(item.nodeid, DEFAULT_TEST_S),
-                    self.book.p_decide(item.nodeid), frozenset(n for n, _ in _wider_fixtures(item) if n not in set_up))
+                    self.book.p_decide(item.nodeid),
+                    frozenset(n for n, _ in self.fixtures.get(item.nodeid, ()) if n not in set_up))
 
     def replan(self, set_up: set[str]) -> None:
         """The waiting tests' costs as things stand, the fixtures already set up counted as done."""
@@ -147,7 +141,7 @@ class BudgetHooks:
             return
         from harness.budget import NotWithinBudget
 
-        defs = {n: d for i in self.items for n, d in _wider_fixtures(i)}
+        defs = {n: d for i in self.items for n, d in self.fixtures[i.nodeid]}
         # an instance of a parametrised fixture is set up once a test that needs it was admitted; another fixture
         # also where an earlier test (budgeted or not) set it up
         set_up = self.done | {n for n, d in defs.items()

@@ -11,6 +11,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from harness.replay import replayed_context
 from harness.data import load_experiment_inputs
 from harness.provenance import content_hash_of
 from harness.retrieval.rerank import make_reranker
@@ -54,7 +55,7 @@ def study(rag_uncached_llm, rag_embedder, rag_config, rag_kb, rag_replay, tmp_pa
 
 
 def _ctx(study, **kw):
-    replayed = {"replayed_from": study["replayed_from"]} if study.get("replayed_from") else {}
+    replayed = replayed_context(study["replayed_from"])
     return {"model": study["model"], "dataset": study["kb"], "queries": f"{study['selected']} of {study['total']}",
             "queries_used": study["selected"], "queries_available": study["total"], **replayed, **kw}
 

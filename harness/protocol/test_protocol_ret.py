@@ -12,6 +12,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from harness.replay import replayed_context
 from harness.data import load_experiment_inputs
 from harness.retrieval.index.lancedb_store import LanceStore
 from harness.parallel import ordered_map
@@ -124,7 +125,7 @@ def _ctx(study, **kw):
     return {"model": study["model"], "technique": study["technique"], "dataset": study["dataset"], "ret_skips": skipped,
             "ret_skip_rate": sum(skipped.values()) / len(on) if on else float("nan"),
             "prompt_variant": study["prompt_variant"],
-            **({"replayed_from": study["replayed_from"]} if study.get("replayed_from") else {}), **kw}
+            **replayed_context(study["replayed_from"]), **kw}
 
 
 @pytest.mark.spec("RET-GATE-1")

@@ -10,6 +10,7 @@ from typing import Any
 import numpy as np
 import pytest
 
+from harness.replay import replayed_context
 from harness.data.trec import write_trec_qrels, write_trec_run
 from harness.metrics import evaluate
 from harness.prompts import load_prompts, render
@@ -173,7 +174,7 @@ def test_fusion_ranking_stability(rag_uncached_llm, rag_make_technique, rag_benc
         variances.append(1 - float(np.mean(overlaps)))
     rag_check("RAGF-003", float(np.mean(variances)), n=len(variances), runs=3, model=rag_uncached_llm.label,
               dataset=rag_dataset.name, technique=fusion.name,
-              **({"replayed_from": replayed_from} if replayed_from else {}))
+              **replayed_context(replayed_from))
 
 
 @pytest.mark.spec("QRW-003")
@@ -203,7 +204,7 @@ def test_fusion_pipeline_latency(rag_uncached_llm, rag_make_technique, rag_bench
     fused = lambda q: _answer(rag_uncached_llm, q, fusion.run(q).hits[:5])  # noqa: E731
     ratio, replayed_from = rag_replay("ragf-006", lambda: interleaved_ratio(single, fused, texts),
                                       model=rag_uncached_llm.label, dataset=rag_dataset.name, queries=texts)
-    replayed = {"replayed_from": replayed_from} if replayed_from else {}
+    replayed = replayed_context(replayed_from)
     rag_measure("rag_fusion_vs_single_pipeline", ratio.median, dataset=rag_dataset.name, model=rag_uncached_llm.label,
                 **ratio.as_context(), **replayed)
     rag_check("RAGF-006", ratio.median, n=ratio.rounds, model=rag_uncached_llm.label, technique=fusion.name,
@@ -254,7 +255,7 @@ def test_latency_scales_with_complexity(rag_uncached_llm, rag_embedder, rag_make
 
     times, replayed_from = rag_replay("wsop-006", draw, model=rag_uncached_llm.label, dataset=rag_dataset.name,
                                       queries=[(q.id, q.text) for q in queries])
-    replayed = {"replayed_from": replayed_from} if replayed_from else {}
+    replayed = replayed_context(replayed_from)
     med = {k: statistics.median(v) for k, v in times.items()}
     for k, v in med.items():
         rag_measure(f"wsop_{k}_median_s", v, dataset=rag_dataset.name, model=rag_uncached_llm.label, **replayed)
