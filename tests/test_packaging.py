@@ -85,7 +85,7 @@ def test_the_install_scripts_the_readme_and_the_docs_install_with_the_constraint
     scripts = {name: (ROOT / "scripts" / name).read_text() for name in ("test.sh", "benchmark.sh")}
     for name, text in scripts.items():
         installs = [line for line in text.splitlines()
-                    if re.match(r'\s*(install|"\$VENV/bin/pip" install) ', line) and "--upgrade pip" not in line]
+                    if re.match(r'\s*(pkg_install|install|"\$VENV/bin/pip" install) ', line) and "--upgrade pip" not in line]
         assert installs, name
         assert all("-c constraints.txt" in line for line in installs), (name, installs)
     from tests.docs_kit import blocks

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import Mapping, Sequence
 
 import numpy as np
-from scipy import stats as _st
+from harness.stats._scipy import stats as _st
 
 from harness.stats import _sides_rules as rules
 from harness.stats import calibration_sides as sides

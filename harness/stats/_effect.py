@@ -14,7 +14,7 @@ from dataclasses import asdict, dataclass, field, replace
 from typing import Any, Iterator
 
 import numpy as np
-from scipy import stats as _st
+from harness.stats._scipy import stats as _st
 
 from harness.stats.betting import betting_covers, betting_interval
 from harness.stats.intervals import (

@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from typing import Sequence
 
 import numpy as np
-from scipy import stats as _st
+from harness.stats._scipy import stats as _st
 
 from harness.stats.intervals import Bools, Floats
 

@@ -20,7 +20,7 @@ from __future__ import annotations
 from typing import Callable
 
 import numpy as np
-from scipy import stats as _st
+from harness.stats._scipy import stats as _st
 
 from harness.stats.betting import betting_bounds
 

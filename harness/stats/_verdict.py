@@ -42,7 +42,7 @@ from dataclasses import asdict, dataclass
 from functools import lru_cache
 from typing import Any, Literal
 
-from scipy import stats as _st
+from harness.stats._scipy import stats as _st
 
 from harness.stats._effect import Effect, relative_contrast
 from harness.stats.intervals import clopper_pearson_lower, ties_share

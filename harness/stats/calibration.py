@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Sequence
 
 import numpy as np
-from scipy import stats as _st
+from harness.stats._scipy import stats as _st
 
 from harness.stats._verdict import minimum_detectable_effect
 from harness.stats.intervals import Floats

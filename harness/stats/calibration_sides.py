@@ -18,8 +18,8 @@ from dataclasses import dataclass
 from typing import Any, Sequence
 
 import numpy as np
-from scipy import optimize as _opt
-from scipy import stats as _st
+from harness.stats._scipy import optimize as _opt
+from harness.stats._scipy import stats as _st
 
 from harness.stats import _sides_rules as rules
 from harness.stats.sequential import SequentialDesign

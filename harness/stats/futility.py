@@ -18,7 +18,7 @@ from collections.abc import Sequence
 from typing import TypeVar
 
 import numpy as np
-from scipy import stats as _st
+from harness.stats._scipy import stats as _st
 
 FUTILITY_BELOW = 0.10  # the cut: a claim with under 10% chance of being decided by its last look stops
 DRAWS = 20_000

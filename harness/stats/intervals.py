@@ -23,7 +23,7 @@ from typing import Sequence, Union
 
 import numpy as np
 import numpy.typing as npt
-from scipy import stats as _st
+from harness.stats._scipy import stats as _st
 
 Interval = tuple[float, float]
 # per-query values as callers hold them: a list, or the float (bool) array a computation produced

@@ -31,8 +31,8 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Callable, Sequence
 
 import numpy as np
-from scipy import optimize as _opt
-from scipy import stats as _st
+from harness.stats._scipy import optimize as _opt
+from harness.stats._scipy import stats as _st
 
 from harness.stats.futility import FUTILITY_BELOW
 
