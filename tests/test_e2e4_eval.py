@@ -24,3 +24,4 @@ def test_a_clean_subset_cannot_confirm():
     value, why = all_queries_figure(30, 150, 30)
     assert math.isnan(value)
     assert "30 of the 150" in why["reason"] and "--max-queries 0" in why["reason"]
+    assert why["queries_needed"] == 150  # the claim names its own n: all of them

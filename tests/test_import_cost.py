@@ -33,6 +33,7 @@ def test_the_stand_in_gives_the_modules_own_objects():
 @pytest.mark.unit
 def test_first_use_from_several_threads_at_once_gives_one_module():
     code = """
+import threading
 from harness.stats import _scipy
 seen, barrier = [], threading.Barrier(8)
 def read():
@@ -45,4 +46,5 @@ import scipy.stats
 assert len(seen) == 8 and all(s is scipy.stats.norm for s in seen), seen
 print("ok")
 """
-    assert subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout == "ok\n"
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert proc.returncode == 0 and proc.stdout == "ok\n", proc.stderr[-2000:]

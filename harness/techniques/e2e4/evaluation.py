@@ -49,15 +49,16 @@ def correct(row: dict[str, Any]) -> bool:
     return all(answer_match(row["llm_answer"], p) for p in parts)
 
 
-def all_queries_figure(selected: int, total: int, count: int) -> tuple[float, dict[str, str]]:
+def all_queries_figure(selected: int, total: int, count: int) -> tuple[float, dict[str, str | int]]:
     """A "processes all `total` queries" figure from a run over `selected` of them, `count` of which were
     processed: the count itself when the run took all; when it took fewer, a failure among them already refutes
     the claim (the count is reported and falls short), and a clean subset cannot confirm it (nan, with the
-    reason: inconclusive)."""
+    reason and the queries it needs, all `total`: inconclusive)."""
     if selected == total or count < selected:
         return count, {}
     return float("nan"), {"reason": f"the run took {selected} of the {total} queries (--max-queries {selected}) "
-                                    f"and processed all {count}; --max-queries 0 runs all {total}"}
+                                    f"and processed all {count}; --max-queries 0 runs all {total}",
+                          "queries_needed": total}
 
 
 def load_rows(path: str | Path) -> list[dict[str, Any]]:
