@@ -74,7 +74,14 @@ def sentences(text: str) -> list[str]:
     text = text.strip()
     if not text:
         return []
-    return [s.strip() for s in _segmenter().segment(text) if s.strip()]
+    return list(_split(text))
+
+
+@functools.lru_cache(maxsize=4096)
+def _split(text: str) -> tuple[str, ...]:
+    """pysbd's split of one text, kept: a reranker splits the same retrieved chunks for every query (pysbd is about
+    a millisecond a text, most of the sentence-level reranker's time before this cache)."""
+    return tuple(s.strip() for s in _segmenter().segment(text) if s.strip())
 
 
 @dataclass
