@@ -4,6 +4,10 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 VENV="${VENV:-.venv}"
+# bytecode caches on (an environment may set PYTHONDONTWRITEBYTECODE): the suite starts a few hundred Python
+# processes (pytester runs, CLI children), and each would otherwise compile, and pytest assertion-rewrite, every
+# module of the package it imports again
+unset PYTHONDONTWRITEBYTECODE
 python3 -m venv --clear "$VENV"
 . scripts/_install.sh
 # torch pinned first so the CPU build is taken from local disk instead of a multi-GB CUDA build

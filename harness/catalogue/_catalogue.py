@@ -9,6 +9,7 @@ from typing import Any, Callable, Iterable
 
 import yaml
 
+from harness import fast_yaml
 from harness.stats._verdict import DIRECTIONAL, RULES, TESTS, Comparator, Decision
 
 TIERS = ("unit", "integration", "benchmark")
@@ -218,7 +219,7 @@ def _load(files: Iterable[Path], protocol: frozenset[Path] = frozenset()) -> lis
     seen: dict[str, Spec] = {}
     for path in files:
         try:
-            data = yaml.safe_load(path.read_text(encoding="utf-8"))
+            data = fast_yaml.safe_load(path.read_text(encoding="utf-8"))
         except yaml.YAMLError as exc:
             mark = getattr(exc, "problem_mark", None)
             line = f" line {mark.line + 1}" if mark else ""

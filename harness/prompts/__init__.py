@@ -6,14 +6,14 @@ import functools
 from importlib import resources
 from typing import Any
 
-import yaml
+from harness import fast_yaml
 
 
 @functools.lru_cache(maxsize=None)
 def load_prompts(technique: str) -> dict[str, Any]:
     """The prompt file `harness/prompts/<technique>.yaml` as a dict."""
     text = resources.files(__package__).joinpath(f"{technique}.yaml").read_text(encoding="utf-8")
-    return yaml.safe_load(text)
+    return fast_yaml.safe_load(text)
 
 
 def render(template: str, **values: Any) -> str:
