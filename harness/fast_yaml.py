@@ -1,5 +1,5 @@
 """YAML read with libyaml's parser where PyYAML was built with it (about ten times the pure-Python parser: every
-pytest process with the plugin reads the catalogue's sixteen files), and re-read with the pure-Python parser where
+pytest process with the plugin reads the catalogue's fourteen files), and re-read with the pure-Python parser where
 a text is not valid YAML, so the error and its line are the ones PyYAML's own `safe_load` gives."""
 from __future__ import annotations
 
