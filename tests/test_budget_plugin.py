@@ -209,3 +209,67 @@ def embedder():
     links = _links(_wider_fixtures(items[1]), items[1].nodeid)
     assert {"test_a_dataset_s_index_is_one_set_up_per_dataset.py", "index[dataset_name=1]"} <= links
     assert "embedder" not in links and not any("=0" in k for k in links)
+
+
+STUDY_CATALOGUE = "specs:\n" + "".join(f"""
+  - id: {i}
+    title: A claim read from the study ({i})
+    marker: benchmark
+    decision: estimate
+    metric: seconds
+    comparator: ">="
+    threshold: 0
+    source: demo
+""" for i in ("S1", "S2", "S3", "DEAR"))
+
+STUDY_TESTS = """
+import time
+import pytest
+
+pytestmark = pytest.mark.benchmark
+
+
+@pytest.fixture(scope="module")
+def study():
+    time.sleep(3.0)  # the study: far longer than the book's estimate, so the budget is spent once it is measured
+    return 1.0
+
+
+@pytest.mark.spec("S1")
+def test_s1(study, rag_check):
+    rag_check("S1", study)
+
+
+@pytest.mark.spec("S2")
+def test_s2(study, rag_check):
+    rag_check("S2", study)
+
+
+@pytest.mark.spec("S3")
+def test_s3(study, rag_check):
+    rag_check("S3", study)
+
+
+@pytest.mark.spec("DEAR")
+def test_dear(rag_check):
+    rag_check("DEAR", 1.0)
+"""
+
+
+def test_claims_that_read_a_measured_study_are_granted_with_the_budget_spent(pytester: pytest.Pytester):
+    """The study is admitted at its book cost (0.5 s) and takes 3 s, past the 2 s budget: the claims that read it
+    cost nothing more (their set-up is done, their own seconds under a second) and are decided, where a claim that
+    still costs seconds reads `budget`."""
+    project = new_project(pytester, STUDY_CATALOGUE)
+    path = project.path / ".cache" / "rag-harness" / "budget" / "costs-local-smollm2-135m-instruct.json"
+    path.parent.mkdir(parents=True)
+    tests = {f"test_study.py::test_{i}[{i.upper()}]": 0.01 for i in ("s1", "s2", "s3")}
+    path.write_text(json.dumps({"source": "test", "fixtures": {"study": 0.5},
+                                "tests": {**tests, "test_study.py::test_dear[DEAR]": 5.0}, "decided": {}}))
+    project.makepyfile(test_study=STUDY_TESTS)
+    project.runpytest_subprocess("--report-dir", "out", "--spec-coverage=off", "--budget", "2s", "-p", "no:randomly")
+    data = json.loads((project.path / "out" / "results.json").read_text())
+    rows = {r["id"]: r["verdict"] for r in data["specs"]}
+    assert rows == {"S1": "pass", "S2": "pass", "S3": "pass", "DEAR": "budget"}, rows
+    assert list(data["budget"]["refused"]) == ["test_study.py::test_dear[DEAR]"]
+    assert data["budget"]["spent_s"] > 2.0  # the study overran: what read it was granted anyway

@@ -25,3 +25,4 @@ def test_a_clean_subset_cannot_confirm():
     assert math.isnan(value)
     assert "30 of the 150" in why["reason"] and "--max-queries 0" in why["reason"]
     assert why["queries_needed"] == 150  # the claim names its own n: all of them
+    assert why["needed_for"] == "the claim is about all 150"

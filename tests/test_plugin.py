@@ -71,7 +71,7 @@ def test_check_failure_message_names_id_value_threshold(project: pytest.Pytester
 
 def test_undefined_estimate_reads_inconclusive_not_fail(project: pytest.Pytester):
     project.makepyfile(test_demo=TESTS.format(value='float("nan"), reason="no question has the figure defined", '
-                                                   'queries_needed=150'))
+                                                   'queries_needed=150, needed_for="the claim is about all 150"'))
     result = project.runpytest_subprocess("--report-dir", "out")
     result.assert_outcomes(passed=2)
     rows = {r["id"]: r for r in json.loads((project.path / "out" / "results.json").read_text())["specs"]}
@@ -79,6 +79,9 @@ def test_undefined_estimate_reads_inconclusive_not_fail(project: pytest.Pytester
     # the reason and the queries the figure needs (one that names its own n, as "all 150 queries") reach the row
     assert rows["DEMO-001"]["reason"] == "no question has the figure defined"
     assert rows["DEMO-001"]["queries_needed"] == 150
+    assert rows["DEMO-001"]["needed_for"] == "the claim is about all 150"  # not a power: the terminal says so
+    result.stdout.fnmatch_lines(["*150 (the claim is about all 150)*"])
+    assert "150 for 80% power" not in result.stdout.str()
     assert project.runpytest_subprocess("--report-dir", "out2", "--strict-verdicts").ret != 0
 
 

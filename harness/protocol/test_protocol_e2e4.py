@@ -202,7 +202,8 @@ def test_total_wall_time(study, rag_check):
     if selected < total and wall <= 1800:  # over 1,800 s on a subset already refutes it; under, it cannot confirm
         why = {"reason": f"{wall:.0f} s for {selected} of the {total} queries (--max-queries {selected}; linear "
                          f"projection {wall * total / selected:.0f} s for all, not a measurement); "
-                         f"--max-queries 0 runs all {total}", "queries_needed": total}
+                         f"--max-queries 0 runs all {total}", "queries_needed": total,
+               "needed_for": f"the claim is about all {total}"}
     rag_check("E2E4-NFR-performance", float("nan") if why else wall,
           **_ctx(study, chunks=study["summary"].chunks, wall_seconds=wall, **why))
 

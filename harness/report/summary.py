@@ -93,6 +93,7 @@ def _entry(spec: Spec, rec: dict[str, Any]) -> dict[str, Any]:
         "iqr": ctx.get("iqr"), "n": ctx.get("n", eff.get("n")), "p_value": ctx.get("p_value", eff.get("p_value")),
         "p_test": (eff.get("p_values") or {}).get(spec.decision.test) if spec.decision.rule == "test" else None,
         "mde": dec.get("mde", ctx.get("mde")), "queries_needed": dec.get("queries_needed"),
+        "needed_for": dec.get("needed_for"),
         "available": ctx.get("available"), "untestable": dec.get("untestable", False), "reason": dec.get("reason", ""),
         "improved": eff.get("improved"), "unchanged": eff.get("unchanged"), "degraded": eff.get("degraded"),
         "model": ctx.get("model"), "technique": ctx.get("technique"), "interval": eff.get("interval_method"),
@@ -279,7 +280,7 @@ def _finish(row: dict[str, Any], spec: Spec) -> None:
     if spec.kind == "property" and verdict == "pass":
         verdict = "property"  # shown as such, never counted as a pass
     row.update(verdict=verdict, overall=overall, control=_control_summary(spec, row.pop("_control_runs"), control_verdict))
-    for k in ("value", "ci", "iqr", "n", "p_value", "p_holm", "mde", "queries_needed", "available", "untestable",
+    for k in ("value", "ci", "iqr", "n", "p_value", "p_holm", "mde", "queries_needed", "needed_for", "available", "untestable",
               "reason", "improved", "unchanged", "degraded", "model", "technique", "dataset", "interval",
               "fallback_rate", "error_rate", "sequential", "queries_used", "confidence", "arms"):
         row[k] = deciding.get(k)
