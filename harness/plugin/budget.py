@@ -152,12 +152,8 @@ class BudgetHooks:
         self.started.add(item.nodeid)
         self.replan(set_up)
         mine = self.unit_of(item, set_up)
-        why = self.allocator.request(item.nodeid, mine.cost_s, p_decide=mine.p_decide, fixtures=mine.fixtures)
-        if why is not None and not mine.fixtures and mine.cost_s * self.allocator.safety <= FREE_READ_S:
-            self.allocator.refused.pop(item.nodeid, None)
-            self.allocator.granted.append({"key": item.nodeid, "step_s": round(mine.cost_s, 3),
-                                           "at_s": round(self.allocator.elapsed(), 3), "free_read": True})
-            why = None
+        why = self.allocator.request(item.nodeid, mine.cost_s, p_decide=mine.p_decide, fixtures=mine.fixtures,
+                                     free_s=FREE_READ_S)
         if why is not None:
             raise NotWithinBudget(why)
         self._running[item.nodeid] = self.book.tests.get(item.nodeid, DEFAULT_TEST_S)
