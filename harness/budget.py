@@ -23,8 +23,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterable, Mapping, Sequence
 
-__all__ = ["Allocator", "CostBook", "NotWithinBudget", "Unit", "parse_budget", "plan_within", "plan_order",
-           "PRIOR_P_DECIDE", "MEASURE_P_DECIDE"]
+__all__ = ["Allocator", "CostBook", "NotWithinBudget", "Unit", "book_from_results", "needed_of", "parse_budget",
+           "plan_within", "plan_order", "PRIOR_P_DECIDE", "MEASURE_P_DECIDE"]
 
 PRIOR_P_DECIDE = 0.5  # a claim never run here: as likely decided as not
 MEASURE_P_DECIDE = 0.0  # a test bound to no claim (a measurement) decides none: it runs on what the claims leave
@@ -38,7 +38,13 @@ _UNITS = {"s": 1.0, "m": 60.0, "h": 3600.0}
 
 
 class NotWithinBudget(RuntimeError):
-    """A claim (or its next look) does not fit what is left of the run's wall-time budget; it was not started."""
+    """A claim (or its next look) does not fit what is left of the run's wall-time budget; it was not started.
+    `needed`: for a claim refused before its first look, what the last run that measured it says of the queries it
+    needs (`CostBook.needed`), else None."""
+
+    def __init__(self, message: str, needed: Mapping[str, Any] | None = None):
+        super().__init__(message)
+        self.needed = dict(needed) if needed else None
 
 
 def parse_budget(text: str | None) -> float | None:
@@ -238,6 +244,9 @@ class CostBook:
     # wider-scoped fixture name -> model calls (cache hits included) of one set-up: 0 for an index, which the
     # model's pace does not slow; a fixture missing here is read as calling the model
     fixture_calls: dict[str, int] = field(default_factory=dict)
+    # nodeid -> the queries the claim needs, as the last run that measured it says: {"queries": n or "never",
+    # "why": ...}; what a claim the budget never started reads in its row
+    needed: dict[str, dict[str, Any]] = field(default_factory=dict)
 
     def calls_the_model(self, fixture: str) -> bool:
         """Whether a fixture's set-up waits on the model (its seconds then scale with the run's pace)."""
@@ -257,18 +266,19 @@ class CostBook:
     def merged(self, newer: "CostBook") -> "CostBook":
         return CostBook({**self.fixtures, **newer.fixtures}, {**self.tests, **newer.tests},
                         {**self.decided, **newer.decided}, newer.source or self.source,
-                        {**self.fixture_calls, **newer.fixture_calls})
+                        {**self.fixture_calls, **newer.fixture_calls}, {**self.needed, **newer.needed})
 
     def to_json(self) -> dict[str, Any]:
         return {"source": self.source, "fixtures": self.fixtures, "tests": self.tests, "decided": self.decided,
-                "fixture_calls": self.fixture_calls}
+                "fixture_calls": self.fixture_calls, "needed": self.needed}
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> "CostBook":
         return cls({str(k): float(v) for k, v in (data.get("fixtures") or {}).items()},
                    {str(k): float(v) for k, v in (data.get("tests") or {}).items()},
                    {str(k): bool(v) for k, v in (data.get("decided") or {}).items()}, str(data.get("source", "")),
-                   {str(k): int(v) for k, v in (data.get("fixture_calls") or {}).items()})
+                   {str(k): int(v) for k, v in (data.get("fixture_calls") or {}).items()},
+                   {str(k): _needed_entry(v) for k, v in (data.get("needed") or {}).items()})
 
     @classmethod
     def load(cls, *paths: Path) -> "CostBook":
@@ -286,10 +296,35 @@ class CostBook:
 DECIDED_VERDICTS = ("supported", "refuted", "pass", "fail", "error")
 
 
+def _needed_entry(value: Any) -> dict[str, Any]:
+    """A book's `needed` entry, checked: `queries` a positive number or "never", `why` a text."""
+    q = value.get("queries")
+    if not (q == "never" or (isinstance(q, (int, float)) and not isinstance(q, bool) and q > 0)):
+        raise ValueError(f"needed queries must be a positive number or 'never', got {q!r}")
+    return {"queries": q, "why": str(value.get("why", ""))}
+
+
+def needed_of(entry: Mapping[str, Any]) -> dict[str, Any] | None:
+    """What a report entry (a claim on one dataset) says of the queries the claim needs: decided, the queries it
+    was decided on; undecided, its queries-needed figure (`needed_for` where the figure names its own n); None
+    where it says nothing (an error, or an undecided entry with no figure)."""
+    verdict = entry.get("verdict")
+    drawn = entry.get("queries_used") or entry.get("n")
+    if verdict in ("supported", "refuted", "pass", "fail"):
+        return {"queries": int(drawn), "why": f"decided ({verdict}) on {int(drawn)} queries"} if drawn else None
+    q = entry.get("queries_needed")
+    if verdict != "inconclusive" or q is None:
+        return None
+    why = entry.get("needed_for") or (f"80% power, estimated from {int(drawn)} queries" if drawn else "80% power")
+    if q == "never" or (isinstance(q, float) and math.isinf(q)):
+        return {"queries": "never", "why": why}
+    return {"queries": int(math.ceil(float(q))), "why": why} if float(q) > 0 else None
+
+
 def book_from_results(results: Mapping[str, Any], source: str = "") -> CostBook:
     """The costs a run measured, from its report (`results.json`): each wider-scoped fixture's seconds per setup,
-    each test's own setup, call and teardown seconds (exclusive of the fixtures timed inside), and whether its
-    claim ended decided."""
+    each test's own setup, call and teardown seconds (exclusive of the fixtures timed inside), whether its
+    claim ended decided, and what its row says of the queries the claim needs (`needed_of`)."""
     fixtures: dict[str, float] = {}
     calls: dict[str, int] = {}
     tests: dict[str, float] = {}
@@ -312,4 +347,15 @@ def book_from_results(results: Mapping[str, Any], source: str = "") -> CostBook:
     verdicts = {s["id"]: s.get("verdict") for s in results.get("specs") or [] if "id" in s}
     decided = {t["nodeid"]: verdicts.get(t.get("spec_id")) in DECIDED_VERDICTS
                for t in results.get("tests") or [] if t["nodeid"] not in unrun}
-    return CostBook(fixtures, tests, decided, source, calls)
+    rows = {s["id"]: s for s in results.get("specs") or [] if "id" in s}
+    needed = {}
+    for t in results.get("tests") or []:
+        row = rows.get(t.get("spec_id"))
+        if t["nodeid"] in unrun or row is None:
+            continue
+        entries = row.get("datasets") or []
+        mine = [e for e in entries if t.get("dataset") and e.get("dataset") == t["dataset"]]
+        figure = needed_of(mine[0] if mine else entries[0] if len(entries) == 1 else row)
+        if figure is not None:
+            needed[t["nodeid"]] = figure
+    return CostBook(fixtures, tests, decided, source, calls, needed)

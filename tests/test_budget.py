@@ -128,10 +128,14 @@ def test_book_from_results_by_hand():
         {"kind": "setup", "name": "setup t.py::c", "wall_s": 0.001},
         {"kind": "setup", "name": "setup t.py::nospec", "wall_s": 0.002},
         {"kind": "teardown", "name": "teardown t.py::nospec", "wall_s": 0.001}]},
-        "specs": [{"id": "A", "verdict": "refuted"}, {"id": "B", "verdict": "inconclusive"}],
-        "tests": [{"nodeid": "t.py::a", "spec_id": "A", "outcome": "failed"},
-                  {"nodeid": "t.py::b", "spec_id": "B", "outcome": "passed"},
-                  {"nodeid": "t.py::c", "spec_id": "B", "outcome": "budget"}]}
+        "specs": [{"id": "A", "verdict": "refuted", "datasets": [{"dataset": "x", "verdict": "refuted", "n": 10,
+                                                                   "queries_used": 20}]},
+                  {"id": "B", "verdict": "inconclusive", "queries_needed": 61.2, "n": 30, "datasets": [
+                      {"dataset": "y", "verdict": "inconclusive", "queries_needed": 61.2, "n": 30},
+                      {"dataset": "z", "verdict": "inconclusive", "queries_needed": "never", "n": 30}]}],
+        "tests": [{"nodeid": "t.py::a", "spec_id": "A", "outcome": "failed", "dataset": ""},
+                  {"nodeid": "t.py::b", "spec_id": "B", "outcome": "passed", "dataset": "z"},
+                  {"nodeid": "t.py::c", "spec_id": "B", "outcome": "budget", "dataset": "y"}]}
     book = book_from_results(results, "here")
     assert book.fixtures == {"store": 15.0, "study": 7.0, "judged": 1.0}
     # model calls (cache hits included) per set-up, rounded up: an index calls none, so the pace leaves it alone
@@ -139,6 +143,36 @@ def test_book_from_results_by_hand():
     assert [book.calls_the_model(f) for f in ("store", "study", "judged", "never-seen")] == [False, True, True, True]
     assert book.tests == {"t.py::a": 4.75, "t.py::b": 1.0}
     assert book.decided == {"t.py::a": True, "t.py::b": False}
+    # what each test's own dataset entry says of the queries its claim needs (a test the run cut measured nothing)
+    assert book.needed == {"t.py::a": {"queries": 20, "why": "decided (refuted) on 20 queries"},
+                           "t.py::b": {"queries": "never", "why": "80% power, estimated from 30 queries"}}
+    assert CostBook.from_json(json.loads(json.dumps(book.to_json()))).needed == book.needed
+
+
+@pytest.mark.parametrize("entry, figure", [
+    ({"verdict": "supported", "queries_used": 20, "n": 10}, {"queries": 20, "why": "decided (supported) on 20 queries"}),
+    ({"verdict": "fail", "n": 6}, {"queries": 6, "why": "decided (fail) on 6 queries"}),
+    ({"verdict": "inconclusive", "queries_needed": 61.2, "n": 30},
+     {"queries": 62, "why": "80% power, estimated from 30 queries"}),
+    ({"verdict": "inconclusive", "queries_needed": 150, "queries_used": 30, "needed_for": "the claim is about all 150"},
+     {"queries": 150, "why": "the claim is about all 150"}),
+    ({"verdict": "inconclusive", "queries_needed": float("inf"), "n": 10},
+     {"queries": "never", "why": "80% power, estimated from 10 queries"}),
+    ({"verdict": "inconclusive", "queries_needed": None, "n": 30}, None),
+    ({"verdict": "error", "n": 30}, None),
+    ({"verdict": "pass"}, None),
+])
+def test_needed_of_reads_what_a_row_says_of_the_queries_a_claim_needs(entry, figure):
+    from harness.budget import needed_of
+
+    assert needed_of(entry) == figure
+
+
+def test_a_book_with_a_bad_needed_entry_names_it(tmp_path):
+    path = tmp_path / "costs.json"
+    path.write_text(json.dumps({"tests": {}, "needed": {"t.py::a": {"queries": -3, "why": "?"}}}))
+    with pytest.raises(ValueError, match=r"costs.json: not a cost book .*positive number or 'never', got -3"):
+        CostBook.load(path)
 
 
 def test_the_packaged_prior_loads_and_names_its_source():

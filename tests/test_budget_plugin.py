@@ -87,10 +87,12 @@ def project(pytester: pytest.Pytester) -> pytest.Pytester:
     return p
 
 
-def _costs(project: pytest.Pytester, tests: dict[str, float], decided: dict[str, bool] | None = None) -> None:
+def _costs(project: pytest.Pytester, tests: dict[str, float], decided: dict[str, bool] | None = None,
+           needed: dict[str, dict] | None = None) -> None:
     path = project.path / ".cache" / "rag-harness" / "budget" / "costs-local-smollm2-135m-instruct.json"
     path.parent.mkdir(parents=True)
-    path.write_text(json.dumps({"source": "test", "fixtures": {}, "tests": tests, "decided": decided or {}}))
+    path.write_text(json.dumps({"source": "test", "fixtures": {}, "tests": tests, "decided": decided or {},
+                                "needed": needed or {}}))
 
 
 def _run(project: pytest.Pytester, *args: str, per_query: float = 0.0):
@@ -102,14 +104,21 @@ def _run(project: pytest.Pytester, *args: str, per_query: float = 0.0):
 
 def test_a_claim_that_does_not_fit_reads_budget(project: pytest.Pytester):
     _costs(project, {"test_claims.py::test_dear[DEAR]": 5000.0, "test_claims.py::test_cheap[CHEAP]": 0.1,
-                     "test_claims.py::test_seq[SEQ]": 0.1})
+                     "test_claims.py::test_seq[SEQ]": 0.1},
+           needed={"test_claims.py::test_dear[DEAR]": {"queries": 62, "why": "80% power, estimated from 30 queries"}})
     result, rows, data = _run(project, "--budget", "1m")
     assert rows["DEAR"]["verdict"] == "budget" and rows["CHEAP"]["verdict"] == "pass"
+    # never started: the queries it needs, as the last run that measured it says
+    assert rows["DEAR"]["queries_needed"] == 62
+    assert rows["DEAR"]["needed_for"] == ("not started within the budget; the last run that measured it: 80% power, "
+                                          "estimated from 30 queries")
+    assert rows["CHEAP"]["queries_needed"] is None
     assert "not decided within the budget" in " ".join(t["message"] for t in data["tests"]
                                                       if t["spec_id"] == "DEAR")
     assert data["budget"]["limit_s"] == 60.0 and list(data["budget"]["refused"]) == ["test_claims.py::test_dear[DEAR]"]
     out = result.stdout.str()
     assert "1 claim not decided within the budget" in out
+    assert "62 (not started within the budget; the last run that measured it: 80% power" in out
     # without a budget every claim runs
     _, rows, data = _run(project, "--report-dir", "out")
     assert rows["DEAR"]["verdict"] == "pass" and "budget" not in data

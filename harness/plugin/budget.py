@@ -154,8 +154,8 @@ class BudgetHooks:
         mine = self.unit_of(item, set_up)
         why = self.allocator.request(item.nodeid, mine.cost_s, p_decide=mine.p_decide, fixtures=mine.fixtures,
                                      free_s=FREE_READ_S)
-        if why is not None:
-            raise NotWithinBudget(why)
+        if why is not None:  # never started: what the last run that measured it says of the queries it needs
+            raise NotWithinBudget(why, self.book.needed.get(item.nodeid))
         self._running[item.nodeid] = self.book.tests.get(item.nodeid, DEFAULT_TEST_S)
         self.done |= mine.fixtures
         self._meter[item.nodeid] = METER.snapshot()

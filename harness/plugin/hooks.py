@@ -385,7 +385,9 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):
             # cut short by the cost cap or the wall-time budget: neither pass nor fail, the claim reads `budget`
             report.outcome = "skipped"
             report.longrepr = (str(item.path), item.location[1] or 0, f"budget: {call.excinfo.value}")
-            report.user_properties.append((PROP_BUDGET, "1"))
+            refused = _cause(call.excinfo.value, NotWithinBudget)
+            needed = getattr(refused, "needed", None)  # a claim never started: the queries its last run says it needs
+            report.user_properties.append((PROP_BUDGET, json.dumps(needed) if needed else "1"))
         elif estimating(item.config):
             report.outcome = "skipped"
             report.longrepr = (str(item.path), item.location[1] or 0,

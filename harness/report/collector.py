@@ -58,8 +58,12 @@ class Collector:
                                                    "dataset": dataset, "outcome": "passed", "duration_s": 0.0,
                                                    "message": ""})
         entry["duration_s"] += float(getattr(report, "duration", 0.0) or 0.0)
-        cut_by_budget = bool(prop_budget) and any(n == prop_budget for n, _ in report.user_properties)
+        budget_props = [v for n, v in report.user_properties if prop_budget and n == prop_budget]
+        cut_by_budget = bool(budget_props)
         outcome = "budget" if cut_by_budget else _outcome(report)
+        needed = _needed(budget_props)
+        if needed is not None:  # never started: what the last run that measured the claim says it needs
+            entry["needed"] = needed
         if outcome == "failed" and prop_fatal and any(n == prop_fatal for n, _ in report.user_properties):
             outcome = "error"  # the model could not be called: the test broke before it could decide anything
         if outcome != "passed" or report.when == "call":
@@ -109,3 +113,16 @@ def _short_message(report: Any) -> str:
     if crash is not None:
         return str(crash.message)[:500]
     return str(longrepr)[:500]
+
+
+def _needed(values: list[str]) -> dict[str, Any] | None:
+    """The queries a claim the budget never started needs (`harness.budget.CostBook.needed`), from the budget
+    property's value: a JSON object with `queries` (a bare "1" says only that the budget cut the test)."""
+    for v in values:
+        try:
+            data = json.loads(v)
+        except ValueError:
+            continue
+        if isinstance(data, dict) and "queries" in data:
+            return {"queries": data["queries"], "why": str(data.get("why", ""))}
+    return None

@@ -130,6 +130,18 @@ def _holm(rows: list[dict[str, Any]], catalogue: Catalogue, alpha: float = 0.05)
                          untestable=v.untestable)
 
 
+def _never_started_needs(outcomes: list[dict[str, Any]]) -> dict[str, Any]:
+    """A claim the budget never started: the queries the last run that measured its tests says it needs (the most
+    any of its tests needs; "never" where one can never decide), as `queries_needed` and `needed_for`."""
+    figures = [o["needed"] for o in outcomes if o.get("needed")]
+    if not figures:
+        return {}
+    never = [f for f in figures if f["queries"] == "never"]
+    top = never[0] if never else max(figures, key=lambda f: float(f["queries"]))
+    return {"queries_needed": top["queries"],
+            "needed_for": f"not started within the budget; the last run that measured it: {top['why']}"}
+
+
 def not_run_entry(dataset: str) -> dict[str, Any]:
     """The entry of a catalogue dataset that no check of the spec recorded."""
     return {"dataset": dataset, "verdict": NOT_RUN, "value": None,
@@ -284,3 +296,5 @@ def _finish(row: dict[str, Any], spec: Spec) -> None:
               "reason", "improved", "unchanged", "degraded", "model", "technique", "dataset", "interval",
               "fallback_rate", "error_rate", "sequential", "queries_used", "confidence", "arms"):
         row[k] = deciding.get(k)
+    if verdict == "budget" and row["queries_needed"] is None:
+        row.update(_never_started_needs(os_))

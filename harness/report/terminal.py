@@ -22,12 +22,13 @@ def _interval(v: Any) -> str:
 def needed_text(entry: dict[str, Any]) -> str:
     """Queries a new fixed-n study needs for 80% power to decide an inconclusive claim (`harness.stats._verdict.
     queries_needed`), with "> N available" when the dataset has fewer; where the figure names its own n (a claim
-    about all 150 queries) the row's `needed_for` says so instead of a power."""
+    about all 150 queries, or one the budget never started: what the last run that measured it says) the row's
+    `needed_for` says so instead of a power."""
     q, avail = entry.get("queries_needed"), entry.get("available")
-    if entry.get("verdict") != "inconclusive" or entry.get("untestable") or q is None:
+    if entry.get("verdict") not in ("inconclusive", "budget") or entry.get("untestable") or q is None:
         return ""
     if q == "never" or (isinstance(q, float) and math.isinf(q)):
-        return "never (estimate = threshold)"
+        return f"never ({entry['needed_for']})" if entry.get("needed_for") else "never (estimate = threshold)"
     q = int(q)
     if entry.get("needed_for"):
         return f"{q} ({entry['needed_for']})"
