@@ -282,3 +282,84 @@ def test_claims_that_read_a_measured_study_are_granted_with_the_budget_spent(pyt
     assert rows == {"S1": "pass", "S2": "pass", "S3": "pass", "DEAR": "budget"}, rows
     assert list(data["budget"]["refused"]) == ["test_study.py::test_dear[DEAR]"]
     assert data["budget"]["spent_s"] > 2.0  # the study overran: what read it was granted anyway
+
+
+PROBED_TESTS = """
+import pytest
+
+pytestmark = pytest.mark.benchmark
+
+
+@pytest.mark.spec("DEAR")
+def test_dear(rag_llm, rag_check):
+    rag_check("DEAR", 1.0)
+
+
+@pytest.mark.spec("CHEAP")
+def test_cheap(rag_check):
+    rag_check("CHEAP", 1.0)
+"""
+
+
+def _closed_port() -> int:
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _model_config(project: pytest.Pytester, api_base: str) -> None:
+    (project.path / "cfg.yaml").write_text(f"harness:\n  llm:\n    model: openai/sim\n    api_base: {api_base}\n"
+                                           "    cache: false\n")
+
+
+def test_a_model_with_no_costs_of_its_own_is_probed_before_the_plan(project: pytest.Pytester,
+                                                                   monkeypatch: pytest.MonkeyPatch):
+    """A model three times slower a request than the packaged book's: both claims, never timed (a minute each),
+    fit a 3-minute budget at the book's pace (2 x 69 s) and not at the probed one (207 s each): the probe runs before
+    the plan, and only where the model has no book of its own."""
+    from harness.llm.simulated import SimulatedAPI
+    from harness.llm.pace import PROBE_CALLS
+    from harness.plugin.budget import prior_probe
+
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
+    ref = prior_probe()
+    assert ref is not None and ref["seconds"] > 0 and ref["model"] == "local/smollm2-135m-instruct"
+    project.makepyfile(test_claims=PROBED_TESTS)
+    args = ("--harness-config", "cfg.yaml", "--budget", "3m", "--report-dir", "out", "--spec-coverage=off")
+    with SimulatedAPI(lambda m, p: "Twenty-five minutes; at seven.", latency_s=3 * ref["seconds"]) as api:
+        _model_config(project, api.api_base)
+        result = project.runpytest_subprocess(*args)
+        assert api.log.statuses[200] == PROBE_CALLS, "the probe's requests, and no other"
+    data = json.loads((project.path / "out" / "results.json").read_text())
+    rows = {r["id"]: r for r in data["specs"]}
+    probe = data["budget"]["pace_probe"]
+    assert probe["model"] == "openai/sim" and probe["reference_s"] == ref["seconds"]
+    assert 3 * ref["seconds"] <= probe["seconds"] < 3 * ref["seconds"] + 0.5 and probe["scale"] >= 3.0
+    assert rows["DEAR"]["verdict"] == "budget" and rows["CHEAP"]["verdict"] == "budget", result.stdout.str()
+    assert data["spend"]["by_role"]["pace-probe"]["calls"] == PROBE_CALLS
+    result.stdout.fnmatch_lines(["*budget: * 2 claims not decided within the budget; costs first rescaled x3.* by a "
+                                 "pace probe (openai/sim *"])
+    # the model's own book (even one that has timed nothing): no probe, the book's pace, both claims run
+    own = project.path / ".cache" / "rag-harness" / "budget" / "costs-openai-sim.json"
+    own.parent.mkdir(parents=True)
+    own.write_text(json.dumps({"source": "test", "tests": {}}))
+    with SimulatedAPI(lambda m, p: "Twenty-five minutes; at seven.", latency_s=3 * ref["seconds"]) as api:
+        _model_config(project, api.api_base)
+        result = project.runpytest_subprocess(*args)
+        assert api.log.statuses[200] == 0
+    data = json.loads((project.path / "out" / "results.json").read_text())
+    assert "pace_probe" not in data["budget"]
+    assert {r["id"]: r["verdict"] for r in data["specs"]} == {"DEAR": "pass", "CHEAP": "pass", "SEQ": "not run",
+                                                               "QUICK": "not run"}
+
+
+def test_a_pace_probe_that_cannot_call_the_model_stops_the_run_in_one_line(project: pytest.Pytester,
+                                                                          monkeypatch: pytest.MonkeyPatch):
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
+    project.makepyfile(test_claims=PROBED_TESTS)
+    _model_config(project, f"http://127.0.0.1:{_closed_port()}/v1")
+    result = project.runpytest_subprocess("--harness-config", "cfg.yaml", "--budget", "3m", "--spec-coverage=off")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["*rag-harness: the budget's pace probe could not call openai/sim: *"])

@@ -15,7 +15,7 @@ import pytest
 
 from harness.llm.meter import METER
 from harness.budget import Allocator, CostBook, Unit, book_from_results, parse_budget, plan_order
-from harness.plugin.state import CONTROL_KEY, RESULTS_KEY, harness_config_of
+from harness.plugin.state import CONTROL_KEY, PROP_RECORD, RESULTS_KEY, estimating, harness_config_of, spend_of
 
 BUDGET_KEY = pytest.StashKey["BudgetHooks"]()
 DEFAULT_TEST_S = 60.0  # a test this machine has never timed: a minute, until the run measures it
@@ -25,6 +25,8 @@ PACE_MIN_S = 1.0  # tests the book has under a second do not count toward the pa
 # a test whose set-ups are all done and whose own estimate is under this reads what the run already paid for (the
 # claims of a study that is measured): granted even with the budget spent, each overrunning it by at most this
 FREE_READ_S = 1.0
+# fixtures whose set-up calls the run's LLM: a run that needs none of them has no model pace to probe
+MODEL_FIXTURES = frozenset({"rag_llm", "rag_judges", "rag_uncached_llm", "rag_local_llm_server"})
 
 
 def costs_path(cache_dir: Path, model: str) -> Path:
@@ -38,9 +40,18 @@ def budget_of(config: pytest.Config) -> "BudgetHooks | None":
     return hooks if hooks is not None and hooks.allocator.limit_s is not None else None
 
 
+def _prior_json() -> dict[str, Any]:
+    return json.loads(resources.files("harness").joinpath("budget_prior.json").read_text())
+
+
 def prior_book() -> CostBook:
     """The packaged costs, measured on the reference machine (their `source` says which run)."""
-    return CostBook.from_json(json.loads(resources.files("harness").joinpath("budget_prior.json").read_text()))
+    return CostBook.from_json(_prior_json())
+
+
+def prior_probe() -> dict[str, Any] | None:
+    """The pace probe's seconds on the packaged book's model and machine (`pace_probe`: seconds, model, source)."""
+    return _prior_json().get("pace_probe")
 
 
 def _budgeted(item: pytest.Item) -> bool:
@@ -102,6 +113,8 @@ class BudgetHooks:
         self._running: dict[str, float] = {}  # nodeid -> its own seconds in the book, until its call is reported
         self._pace = [0.0, 0.0]  # estimated, actual seconds of the tests finished
         self._meter: dict[str, dict[str, int]] = {}  # nodeid -> the LLM meter when it was admitted
+        self.probe: dict[str, Any] | None = None  # the pace probe, where this run made one
+        self._probe_spend: list[dict[str, Any]] = []  # its calls, until the first test carries them into the report
 
     @pytest.hookimpl(trylast=True)
     def pytest_collection_modifyitems(self, items: list[pytest.Item]) -> None:
@@ -113,12 +126,40 @@ class BudgetHooks:
             return
         self.fixtures = {i.nodeid: _wider_fixtures(i) for i in items}
         self.keys = {key for i in self.items for key, _ in self.fixtures[i.nodeid]}
+        self.probe_pace()
         self.allocator.fixture_s = self._fixture_costs()
         self.replan(set())
         place = {key: n for n, key in enumerate(self.allocator.picks())}
         rank = [float(place.get(i.nodeid, math.inf)) if _budgeted(i) else None for i in items]
         items[:] = [items[n] for n in plan_order([_links(self.fixtures[i.nodeid], i.nodeid) for i in items], rank)]
         self.items = [item for item in items if _budgeted(item)]
+
+    def probe_pace(self) -> None:
+        """A model this project has no costs for is costed from the packaged book, measured with another model: its
+        pace is probed before the plan is made (`harness.llm.pace`, timed against the same probe on the book's
+        model and machine) and every estimate raised by it (never lowered), until the run's own tests time the
+        pace. Nothing is probed where the model has a book of its own, the run needs no model, or it only
+        estimates or collects."""
+        ref = prior_probe()
+        if (ref is None or self.path.is_file() or self.config.option.collectonly or estimating(self.config)
+                or not any(MODEL_FIXTURES & set(getattr(i, "fixturenames", ())) for i in self.items)):
+            return
+        from harness.llm.pace import probe_seconds
+        from harness.plugin.model_fixtures import pace_client
+
+        model = harness_config_of(self.config).harness.llm.model
+        before = spend_of(self.config).rows()
+        try:
+            with pace_client(self.config) as client:
+                seconds = probe_seconds(client)
+        except Exception as exc:  # noqa: BLE001 - any failure stops the run in one line, as a model call's would
+            raise pytest.UsageError(f"rag-harness: the budget's pace probe could not call {model}: "
+                                    f"{type(exc).__name__}: {exc}") from None
+        # it only ever raises the estimates: a faster model is costed at the book's pace until its tests time it
+        self.scale = min(max(seconds / float(ref["seconds"]), 1.0), SCALE_RANGE[1])
+        self.probe = {"model": model, "seconds": round(seconds, 4), "reference_s": ref["seconds"],
+                      "reference_model": ref["model"], "scale": round(self.scale, 3)}
+        self._probe_spend = spend_of(self.config).rows_since(before)
 
     def _fixture_costs(self) -> dict[str, float]:
         """Each wider fixture's seconds per set-up at this run's pace, by instance."""
@@ -140,6 +181,12 @@ class BudgetHooks:
     @pytest.hookimpl(tryfirst=True)
     def pytest_runtest_setup(self, item: pytest.Item) -> None:
         """Refuse, before any fixture is set up, a test the plan for the budget left does not take."""
+        if self._probe_spend:  # the pace probe's calls are spent like any test's: the first test carries them
+            from harness.report.collector import jsonable
+
+            item.user_properties.append((PROP_RECORD, json.dumps(jsonable(
+                {"kind": "spend", "nodeid": "pace probe", "rows": self._probe_spend}), sort_keys=True)))
+            self._probe_spend = []
         if self.allocator.limit_s is None or not _budgeted(item):
             return
         from harness.budget import NotWithinBudget

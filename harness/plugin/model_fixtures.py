@@ -2,6 +2,7 @@
 imports happen inside, so `pytest -m unit` stays light."""
 from __future__ import annotations
 
+import contextlib
 from typing import Any, Callable, Iterator
 
 import pytest
@@ -59,6 +60,31 @@ def rag_llm(pytestconfig: pytest.Config, rag_config: HarnessConfig, rag_local_ll
                        api_base=rag_local_llm_server.api_base, api_key="sk-local")
     provenance.note_model(s.model, traffic=traffic, role="llm")
     return _client(pytestconfig, rag_config, s.model, cache=cache)
+
+
+@contextlib.contextmanager
+def pace_client(config: pytest.Config) -> Iterator[Any]:
+    """The run's LLM outside any fixture, uncached, its calls counted as role "pace-probe" (the budget's pace probe,
+    `harness.plugin.budget`): the embedded local model gets a server of its own, stopped on exit."""
+    from harness.plugin.state import harness_config_of
+
+    rag_config = harness_config_of(config)
+    h = rag_config.harness
+    if not h.llm.model.startswith("local/"):
+        yield _client(config, rag_config, h.llm.model, cache=None).with_role("pace-probe")
+        return
+    from harness.llm._litellm import close_clients
+    from harness.llm.local import LocalModelServer
+
+    log = h.report_dir / "llama_server.log"
+    log.parent.mkdir(parents=True, exist_ok=True)
+    with LocalModelServer(h.llm.model.split("/", 1)[1], log_path=log, parallel=h.llm.local_parallel,
+                          n_threads=h.llm.local_threads) as server:
+        try:
+            yield _client(config, rag_config, h.llm.model, model=server.litellm_model, cache=None,
+                          api_base=server.api_base, api_key="sk-local").with_role("pace-probe")
+        finally:
+            close_clients()
 
 
 def _response_cache(harness_config: HarnessConfig) -> Any:

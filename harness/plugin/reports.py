@@ -124,7 +124,8 @@ class ReportHooks:
         budget = budget_of(self.config)
         if budget is not None:  # what --budget allowed, spent and refused (per process under xdist)
             results["budget"] = {**budget.allocator.summary(), "pace": round(budget.scale, 3),
-                                 "costs_from": str(budget.path)}
+                                 "costs_from": str(budget.path),
+                                 **({"pace_probe": budget.probe} if budget.probe else {})}
         from harness.plugin.state import REPLAY_KEY
 
         replay = self.config.stash.get(REPLAY_KEY, None)

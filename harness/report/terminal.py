@@ -147,11 +147,17 @@ def inconclusive_lines(rows: list[dict[str, Any]]) -> list[str]:
 
 
 def budget_line(budget: dict[str, Any]) -> str:
-    """`--budget`: the limit, the seconds spent and how many claims it refused."""
+    """`--budget`: the limit, the seconds spent, how many claims it refused, and the pace probe where one ran."""
     refused = budget.get("refused") or {}
     limit = budget.get("limit_s")
+    if not limit:
+        return "budget: none"
+    probe = budget.get("pace_probe")
+    paced = (f"; costs first rescaled x{probe['scale']:.2f} by a pace probe ({probe['model']} {probe['seconds']:.2f} s "
+             f"a request, {probe['reference_model']} {probe['reference_s']:.2f} s on the reference machine)"
+             if probe else "")
     return (f"budget: {budget.get('spent_s', 0):.0f} s of {limit:.0f} s spent; {len(refused)} claim"
-            f"{'' if len(refused) == 1 else 's'} not decided within the budget") if limit else "budget: none"
+            f"{'' if len(refused) == 1 else 's'} not decided within the budget{paced}")
 
 
 def replay_line(replayed: list[dict[str, Any]]) -> str:
