@@ -247,6 +247,9 @@ class CostBook:
     # nodeid -> the queries the claim needs, as the last run that measured it says: {"queries": n or "never",
     # "why": ...}; what a claim the budget never started reads in its row
     needed: dict[str, dict[str, Any]] = field(default_factory=dict)
+    # this model's pace over the packaged book's, as a pace probe measured it (harness.plugin.budget): the packaged
+    # figures are read at this pace; None where no probe has measured it
+    pace_vs_prior: float | None = None
 
     def calls_the_model(self, fixture: str) -> bool:
         """Whether a fixture's set-up waits on the model (its seconds then scale with the run's pace)."""
@@ -266,11 +269,20 @@ class CostBook:
     def merged(self, newer: "CostBook") -> "CostBook":
         return CostBook({**self.fixtures, **newer.fixtures}, {**self.tests, **newer.tests},
                         {**self.decided, **newer.decided}, newer.source or self.source,
-                        {**self.fixture_calls, **newer.fixture_calls}, {**self.needed, **newer.needed})
+                        {**self.fixture_calls, **newer.fixture_calls}, {**self.needed, **newer.needed},
+                        newer.pace_vs_prior if newer.pace_vs_prior is not None else self.pace_vs_prior)
+
+    def scaled(self, ratio: float) -> "CostBook":
+        """The book at `ratio` times its pace: every test's seconds, and those of the set-ups that call the model
+        (an index keeps its own)."""
+        return CostBook({k: v * ratio if self.calls_the_model(k) else v for k, v in self.fixtures.items()},
+                        {k: v * ratio for k, v in self.tests.items()}, dict(self.decided), self.source,
+                        dict(self.fixture_calls), dict(self.needed), self.pace_vs_prior)
 
     def to_json(self) -> dict[str, Any]:
         return {"source": self.source, "fixtures": self.fixtures, "tests": self.tests, "decided": self.decided,
-                "fixture_calls": self.fixture_calls, "needed": self.needed}
+                "fixture_calls": self.fixture_calls, "needed": self.needed,
+                **({"pace_vs_prior": self.pace_vs_prior} if self.pace_vs_prior is not None else {})}
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> "CostBook":
@@ -278,7 +290,8 @@ class CostBook:
                    {str(k): float(v) for k, v in (data.get("tests") or {}).items()},
                    {str(k): bool(v) for k, v in (data.get("decided") or {}).items()}, str(data.get("source", "")),
                    {str(k): int(v) for k, v in (data.get("fixture_calls") or {}).items()},
-                   {str(k): _needed_entry(v) for k, v in (data.get("needed") or {}).items()})
+                   {str(k): _needed_entry(v) for k, v in (data.get("needed") or {}).items()},
+                   _positive(data["pace_vs_prior"]) if data.get("pace_vs_prior") is not None else None)
 
     @classmethod
     def load(cls, *paths: Path) -> "CostBook":
@@ -304,16 +317,23 @@ def _needed_entry(value: Any) -> dict[str, Any]:
     return {"queries": q, "why": str(value.get("why", ""))}
 
 
+def _positive(value: Any) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not value > 0:
+        raise ValueError(f"pace_vs_prior must be a positive number, got {value!r}")
+    return float(value)
+
+
 def needed_of(entry: Mapping[str, Any]) -> dict[str, Any] | None:
     """What a report entry (a claim on one dataset) says of the queries the claim needs: decided, the queries it
-    was decided on; undecided, its queries-needed figure (`needed_for` where the figure names its own n); None
-    where it says nothing (an error, or an undecided entry with no figure)."""
+    was decided on (an entry with no dataset counts no queries: a simulation's trials are not queries); undecided,
+    its queries-needed figure (`needed_for` where the figure names its own n); None where it says nothing (an
+    error, a claim untestable on that data, or an undecided entry with no figure)."""
     verdict = entry.get("verdict")
-    drawn = entry.get("queries_used") or entry.get("n")
+    drawn = entry.get("queries_used") or (entry.get("n") if entry.get("dataset") else None)
     if verdict in ("supported", "refuted", "pass", "fail"):
         return {"queries": int(drawn), "why": f"decided ({verdict}) on {int(drawn)} queries"} if drawn else None
     q = entry.get("queries_needed")
-    if verdict != "inconclusive" or q is None:
+    if verdict != "inconclusive" or q is None or entry.get("untestable"):
         return None
     why = entry.get("needed_for") or (f"80% power, estimated from {int(drawn)} queries" if drawn else "80% power")
     if q == "never" or (isinstance(q, float) and math.isinf(q)):

@@ -151,21 +151,43 @@ def test_book_from_results_by_hand():
 
 @pytest.mark.parametrize("entry, figure", [
     ({"verdict": "supported", "queries_used": 20, "n": 10}, {"queries": 20, "why": "decided (supported) on 20 queries"}),
-    ({"verdict": "fail", "n": 6}, {"queries": 6, "why": "decided (fail) on 6 queries"}),
-    ({"verdict": "inconclusive", "queries_needed": 61.2, "n": 30},
+    ({"verdict": "fail", "dataset": "x", "n": 6}, {"queries": 6, "why": "decided (fail) on 6 queries"}),
+    ({"verdict": "inconclusive", "dataset": "x", "queries_needed": 61.2, "n": 30},
      {"queries": 62, "why": "80% power, estimated from 30 queries"}),
     ({"verdict": "inconclusive", "queries_needed": 150, "queries_used": 30, "needed_for": "the claim is about all 150"},
      {"queries": 150, "why": "the claim is about all 150"}),
-    ({"verdict": "inconclusive", "queries_needed": float("inf"), "n": 10},
+    ({"verdict": "inconclusive", "dataset": "x", "queries_needed": float("inf"), "n": 10},
      {"queries": "never", "why": "80% power, estimated from 10 queries"}),
     ({"verdict": "inconclusive", "queries_needed": None, "n": 30}, None),
+    ({"verdict": "inconclusive", "queries_needed": 80.0, "n": 0, "untestable": True}, None),  # says nothing
     ({"verdict": "error", "n": 30}, None),
     ({"verdict": "pass"}, None),
+    ({"verdict": "pass", "dataset": "", "n": 20000}, None),  # a simulation's trials are not queries
+    ({"verdict": "pass", "dataset": "cranfield", "n": 6}, {"queries": 6, "why": "decided (pass) on 6 queries"}),
 ])
 def test_needed_of_reads_what_a_row_says_of_the_queries_a_claim_needs(entry, figure):
     from harness.budget import needed_of
 
     assert needed_of(entry) == figure
+
+
+def test_a_book_read_at_another_pace_and_kept_with_it(tmp_path):
+    """`scaled`: every test's seconds and the set-ups that call the model, an index's kept; `pace_vs_prior` survives
+    a JSON round trip and a merge (the newer book's where it has one)."""
+    book = CostBook({"index": 40.0, "study": 100.0, "unseen": 2.0}, {"t.py::a": 3.0}, {"t.py::a": True}, "x",
+                    {"index": 0, "study": 90}, {"t.py::a": {"queries": 30, "why": "w"}})
+    slow = book.scaled(2.5)
+    assert slow.fixtures == {"index": 40.0, "study": 250.0, "unseen": 5.0}  # a fixture never counted: the model's
+    assert slow.tests == {"t.py::a": 7.5} and slow.decided == book.decided and slow.needed == book.needed
+    assert book.tests == {"t.py::a": 3.0}, "the book itself is left as it was"
+    kept = CostBook(pace_vs_prior=2.5)
+    path = tmp_path / "costs.json"
+    path.write_text(json.dumps(kept.to_json()))
+    assert CostBook.load(path).pace_vs_prior == 2.5 and "pace_vs_prior" not in CostBook().to_json()
+    assert book.merged(kept).pace_vs_prior == 2.5 and kept.merged(CostBook()).pace_vs_prior == 2.5
+    path.write_text(json.dumps({"pace_vs_prior": 0}))
+    with pytest.raises(ValueError, match="pace_vs_prior must be a positive number, got 0"):
+        CostBook.load(path)
 
 
 def test_a_book_with_a_bad_needed_entry_names_it(tmp_path):

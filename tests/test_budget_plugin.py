@@ -4,6 +4,7 @@ run, and a bad value stops the run in one line."""
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 
@@ -125,13 +126,26 @@ def test_a_claim_that_does_not_fit_reads_budget(project: pytest.Pytester):
 
 
 def test_the_run_keeps_its_measured_costs_for_the_next(project: pytest.Pytester):
-    _run(project, "--budget", "10m")
+    """The costs, the decisions and the queries each claim needs; a later run whose budget refuses the claim before
+    its first look gives the queries needed as that run measured them."""
+    from harness.budget import needed_of
+
+    _, rows, _ = _run(project, "--budget", "10m", per_query=0.05)  # SEQ: 30 queries, 1.5 s
     kept = json.loads((project.path / ".cache" / "rag-harness" / "budget" /
                        "costs-local-smollm2-135m-instruct.json").read_text())
-    assert set(kept["tests"]) >= {"test_claims.py::test_dear[DEAR]", "test_claims.py::test_cheap[CHEAP]",
-                                  "test_claims.py::test_seq[SEQ]"}
+    seq = "test_claims.py::test_seq[SEQ]"
+    assert set(kept["tests"]) >= {"test_claims.py::test_dear[DEAR]", "test_claims.py::test_cheap[CHEAP]", seq}
     assert kept["decided"]["test_claims.py::test_cheap[CHEAP]"] is True  # a pass is a decision
-    assert kept["decided"]["test_claims.py::test_seq[SEQ]"] is False  # no effect: inconclusive after every look
+    assert kept["decided"][seq] is False  # no effect: inconclusive after every look
+    figure = needed_of(rows["SEQ"]["datasets"][0])
+    assert figure is not None and rows["SEQ"]["verdict"] == "inconclusive"
+    assert kept["needed"][seq]["queries"] == figure["queries"]
+    assert kept["needed"][seq]["why"].startswith(figure["why"] + ", in this project's run of 20")
+    _, rows, _ = _run(project, "--budget", "1s", "-k", "seq", per_query=0.05)
+    assert rows["SEQ"]["verdict"] == "budget" and rows["SEQ"]["sequential"] is None  # never started
+    assert rows["SEQ"]["queries_needed"] == figure["queries"]
+    assert rows["SEQ"]["needed_for"] == f"not started within the budget; the last run that measured it: " \
+                                        f"{kept['needed'][seq]['why']}"
 
 
 def test_a_sequential_claim_stops_at_the_look_the_budget_refuses(project: pytest.Pytester):
@@ -314,45 +328,66 @@ def _model_config(project: pytest.Pytester, api_base: str) -> None:
                                            "    cache: false\n")
 
 
-def test_a_model_with_no_costs_of_its_own_is_probed_before_the_plan(project: pytest.Pytester,
-                                                                   monkeypatch: pytest.MonkeyPatch):
-    """A model three times slower a request than the packaged book's: both claims, never timed (a minute each),
-    fit a 3-minute budget at the book's pace (2 x 69 s) and not at the probed one (207 s each): the probe runs before
-    the plan, and only where the model has no book of its own."""
-    from harness.llm.simulated import SimulatedAPI
+def _own_book(project: pytest.Pytester) -> Path:
+    return project.path / ".cache" / "rag-harness" / "budget" / "costs-openai-sim.json"
+
+
+def test_a_model_no_probe_has_measured_is_probed_before_the_plan(project: pytest.Pytester,
+                                                                 monkeypatch: pytest.MonkeyPatch):
+    """A model three times slower a request than the packaged book's. Both claims, never timed (a minute each at
+    the packaged pace), fit a 4-minute budget at that pace (2 x 69 s) and only one at the probed pace (207 s each).
+    The ratio is kept in the model's book: the next run reads the packaged figures at it without probing."""
     from harness.llm.pace import PROBE_CALLS
+    from harness.llm.simulated import SimulatedAPI
     from harness.plugin.budget import prior_probe
 
     monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
     ref = prior_probe()
     assert ref is not None and ref["seconds"] > 0 and ref["model"] == "local/smollm2-135m-instruct"
     project.makepyfile(test_claims=PROBED_TESTS)
-    args = ("--harness-config", "cfg.yaml", "--budget", "3m", "--report-dir", "out", "--spec-coverage=off")
+    args = ("--harness-config", "cfg.yaml", "--report-dir", "out", "--spec-coverage=off")
     with SimulatedAPI(lambda m, p: "Twenty-five minutes; at seven.", latency_s=3 * ref["seconds"]) as api:
         _model_config(project, api.api_base)
-        result = project.runpytest_subprocess(*args)
+        result = project.runpytest_subprocess(*args, "--budget", "4m")
         assert api.log.statuses[200] == PROBE_CALLS, "the probe's requests, and no other"
     data = json.loads((project.path / "out" / "results.json").read_text())
-    rows = {r["id"]: r for r in data["specs"]}
     probe = data["budget"]["pace_probe"]
     assert probe["model"] == "openai/sim" and probe["reference_s"] == ref["seconds"]
-    assert 3 * ref["seconds"] <= probe["seconds"] < 3 * ref["seconds"] + 0.5 and probe["scale"] >= 3.0
-    assert rows["DEAR"]["verdict"] == "budget" and rows["CHEAP"]["verdict"] == "budget", result.stdout.str()
-    assert data["spend"]["by_role"]["pace-probe"]["calls"] == PROBE_CALLS
-    result.stdout.fnmatch_lines(["*budget: * 2 claims not decided within the budget; costs first rescaled x3.* by a "
-                                 "pace probe (openai/sim *"])
-    # the model's own book (even one that has timed nothing): no probe, the book's pace, both claims run
-    own = project.path / ".cache" / "rag-harness" / "budget" / "costs-openai-sim.json"
-    own.parent.mkdir(parents=True)
-    own.write_text(json.dumps({"source": "test", "tests": {}}))
+    assert 3.0 <= probe["ratio"] < 3.0 + 0.5 / ref["seconds"] and probe["applied"] == probe["ratio"]
+    assert sorted(r["verdict"] for r in data["specs"] if r["id"] in ("DEAR", "CHEAP")) == ["budget", "pass"]
+    assert data["spend"]["by_role"]["pace-probe"]["calls"] == PROBE_CALLS  # spent like any test's calls
+    result.stdout.fnmatch_lines(["*budget: * 1 claim not decided within the budget; the packaged costs raised x3.* by "
+                                 "a pace probe (openai/sim *"])
+    assert json.loads(_own_book(project).read_text())["pace_vs_prior"] == pytest.approx(probe["applied"], abs=1e-3)
+    # the next run: no probe, the packaged pace kept; the claim that ran is timed now, the other still costs 207 s
     with SimulatedAPI(lambda m, p: "Twenty-five minutes; at seven.", latency_s=3 * ref["seconds"]) as api:
         _model_config(project, api.api_base)
-        result = project.runpytest_subprocess(*args)
+        project.runpytest_subprocess(*args, "--budget", "3m")
         assert api.log.statuses[200] == 0
     data = json.loads((project.path / "out" / "results.json").read_text())
     assert "pace_probe" not in data["budget"]
-    assert {r["id"]: r["verdict"] for r in data["specs"]} == {"DEAR": "pass", "CHEAP": "pass", "SEQ": "not run",
-                                                               "QUICK": "not run"}
+    assert sorted(r["verdict"] for r in data["specs"] if r["id"] in ("DEAR", "CHEAP")) == ["budget", "pass"]
+
+
+def test_a_faster_model_keeps_the_packaged_costs_and_runs_without_a_model_probe_nothing(
+        project: pytest.Pytester, monkeypatch: pytest.MonkeyPatch):
+    from harness.llm.simulated import SimulatedAPI
+
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
+    project.makepyfile(test_claims=PROBED_TESTS)
+    args = ("--harness-config", "cfg.yaml", "--report-dir", "out", "--spec-coverage=off")
+    with SimulatedAPI(lambda m, p: "Twenty-five minutes; at seven.", latency_s=0.0) as api:
+        _model_config(project, api.api_base)
+        # no budget, or a budget over tests that need no model: nothing to probe
+        project.runpytest_subprocess(*args)
+        project.runpytest_subprocess(*args, "--budget", "4m", "-k", "cheap")
+        assert api.log.statuses[200] == 0
+        result = project.runpytest_subprocess(*args, "--budget", "4m")
+    data = json.loads((project.path / "out" / "results.json").read_text())
+    probe = data["budget"]["pace_probe"]
+    assert probe["ratio"] < 1.0 and probe["applied"] == 1.0, "never lowered"
+    assert [r["verdict"] for r in data["specs"] if r["id"] in ("DEAR", "CHEAP")] == ["pass", "pass"]
+    result.stdout.fnmatch_lines(["*; the packaged costs kept by a pace probe (openai/sim *: never lowered)"])
 
 
 def test_a_pace_probe_that_cannot_call_the_model_stops_the_run_in_one_line(project: pytest.Pytester,
@@ -363,3 +398,56 @@ def test_a_pace_probe_that_cannot_call_the_model_stops_the_run_in_one_line(proje
     result = project.runpytest_subprocess("--harness-config", "cfg.yaml", "--budget", "3m", "--spec-coverage=off")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines(["*rag-harness: the budget's pace probe could not call openai/sim: *"])
+
+
+DATASETS_CATALOGUE = """
+specs:
+  - id: LIFT-D
+    title: A technique lifts a score on both sets
+    marker: benchmark
+    decision: ci
+    metric: score(technique) - score(baseline)
+    comparator: ">"
+    threshold: 0
+    source: demo
+"""
+
+DATASETS_TESTS = """
+import numpy as np
+import pytest
+from harness.stats._effect import paired_effect
+
+pytestmark = pytest.mark.benchmark
+
+
+@pytest.mark.spec("LIFT-D")
+def test_lift(rag_spec, rag_check, rag_dataset_name):
+    base = np.full(30, 0.5)
+    rag_check(rag_spec.id, paired_effect(base + np.tile([0.3, 0.2], 15), base), dataset=rag_dataset_name)
+"""
+
+
+def test_a_set_the_budget_never_started_reads_budget_with_the_queries_it_needs(pytester: pytest.Pytester):
+    """A claim on two sets: a's test fits, b's does not; b's entry says so, with the queries its last run says it
+    needs, and the claim reads budget, not supported."""
+    project = new_project(pytester, DATASETS_CATALOGUE)
+    for name in ("a", "b"):
+        (project.path / "data" / name).mkdir(parents=True)
+        (project.path / "data" / name / "corpus.jsonl").write_text("")
+    project.makepyfile(test_sets=DATASETS_TESTS)
+    ids = [ln.strip() for ln in project.runpytest_subprocess("--collect-only", "-q", "--data-dir", "data").stdout.lines
+           if ln.startswith("test_sets.py::")]
+    assert len(ids) == 2 and "[a" in ids[0] and "[b" in ids[1], ids
+    _costs(project, {ids[0]: 0.1, ids[1]: 5000.0},
+           needed={ids[1]: {"queries": 91, "why": "80% power, estimated from 30 queries, in an earlier run"}})
+    result = project.runpytest_subprocess("--report-dir", "out", "--data-dir", "data", "--budget", "1m",
+                                          "--spec-coverage=off")
+    row = {r["id"]: r for r in json.loads((project.path / "out" / "results.json").read_text())["specs"]}["LIFT-D"]
+    entries = {e["dataset"]: e for e in row["datasets"]}
+    assert row["verdict"] == "budget" and entries["a"]["verdict"] == "supported", row
+    b = entries["b"]
+    assert b["verdict"] == "budget" and b["reason"].startswith("not decided within the budget: its next step needs")
+    assert b["queries_needed"] == 91 and b["needed_for"] == ("not started within the budget; the last run that "
+                                                             "measured it: 80% power, estimated from 30 queries, in "
+                                                             "an earlier run")
+    result.stdout.fnmatch_lines(["*└ b * budget *91 (not started within the budget; *(not decided within the budget: *"])

@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import math
 import re
+import time
 from importlib import resources
 from pathlib import Path
 from typing import Any, Generator
@@ -15,6 +16,7 @@ import pytest
 
 from harness.llm.meter import METER
 from harness.budget import Allocator, CostBook, Unit, book_from_results, parse_budget, plan_order
+from harness.plugin.preflight import JUDGES, LLM, LOCAL_SERVER
 from harness.plugin.state import CONTROL_KEY, PROP_RECORD, RESULTS_KEY, estimating, harness_config_of, spend_of
 
 BUDGET_KEY = pytest.StashKey["BudgetHooks"]()
@@ -25,8 +27,8 @@ PACE_MIN_S = 1.0  # tests the book has under a second do not count toward the pa
 # a test whose set-ups are all done and whose own estimate is under this reads what the run already paid for (the
 # claims of a study that is measured): granted even with the budget spent, each overrunning it by at most this
 FREE_READ_S = 1.0
-# fixtures whose set-up calls the run's LLM: a run that needs none of them has no model pace to probe
-MODEL_FIXTURES = frozenset({"rag_llm", "rag_judges", "rag_uncached_llm", "rag_local_llm_server"})
+# fixtures whose set-up calls the run's LLM (preflight's names): a run that needs none has no model pace to probe
+MODEL_FIXTURES = frozenset({LLM, LOCAL_SERVER, JUDGES})
 
 
 def costs_path(cache_dir: Path, model: str) -> Path:
@@ -102,7 +104,10 @@ class BudgetHooks:
         self.config = config
         h = harness_config_of(config).harness
         self.path = costs_path(h.cache_dir, h.llm.model)
-        self.book = prior_book().merged(CostBook.load(self.path))
+        # the packaged figures at this model's pace where a pace probe measured it, this project's own over them
+        self.own, self.prior = CostBook.load(self.path), prior_book()
+        self.book = self.prior.scaled(self.own.pace_vs_prior or 1.0).merged(self.own)
+        self.default_s = DEFAULT_TEST_S * (self.own.pace_vs_prior or 1.0)  # a test never timed, at that pace too
         self.allocator = Allocator(limit_s, fixture_s=dict(self.book.fixtures))
         self.fixtures: dict[str, list[tuple[str, Any]]] = {}  # nodeid -> its `_wider_fixtures`, read at collection
         self.keys: set[str] = set()  # the wider fixtures' instances the benchmark tests need
@@ -114,6 +119,7 @@ class BudgetHooks:
         self._pace = [0.0, 0.0]  # estimated, actual seconds of the tests finished
         self._meter: dict[str, dict[str, int]] = {}  # nodeid -> the LLM meter when it was admitted
         self.probe: dict[str, Any] | None = None  # the pace probe, where this run made one
+        self.pace_vs_prior: float | None = None  # the packaged figures' scale it set, kept in this model's book
         self._probe_spend: list[dict[str, Any]] = []  # its calls, until the first test carries them into the report
 
     @pytest.hookimpl(trylast=True)
@@ -135,16 +141,24 @@ class BudgetHooks:
         self.items = [item for item in items if _budgeted(item)]
 
     def probe_pace(self) -> None:
-        """A model this project has no costs for is costed from the packaged book, measured with another model: its
-        pace is probed before the plan is made (`harness.llm.pace`, timed against the same probe on the book's
-        model and machine) and every estimate raised by it (never lowered), until the run's own tests time the
-        pace. Nothing is probed where the model has a book of its own, the run needs no model, or it only
-        estimates or collects."""
+        """A model whose pace against the packaged book's no probe has measured (a fresh clone, a new model) would
+        have the packaged figures, measured with another model, read at that model's pace: its pace is probed
+        before the plan is made (`harness.llm.pace`, against the same probe on the packaged book's model and
+        machine), and the packaged figures raised by the ratio (never lowered, at most `SCALE_RANGE[1]` times;
+        this project's own figures are already at its pace). The ratio is kept in the model's book, so later runs
+        read the packaged figures at it without probing again. Nothing is probed where the run needs no model,
+        only estimates or collects, or stops at the preflight (a missing package or dataset)."""
         ref = prior_probe()
-        if (ref is None or self.path.is_file() or self.config.option.collectonly or estimating(self.config)
+        if (ref is None or self.own.pace_vs_prior is not None or self.config.option.collectonly
+                or estimating(self.config)
                 or not any(MODEL_FIXTURES & set(getattr(i, "fixturenames", ())) for i in self.items)):
             return
+        from harness.plugin.preflight import dataset_problems, local_model_problems, usage_error
+
+        if local_model_problems(self.config, self.items) or dataset_problems(self.config, self.items):
+            return  # the preflight stops the run with every problem at once
         from harness.llm.pace import probe_seconds
+        from harness.llm.spend import BudgetExhausted
         from harness.plugin.model_fixtures import pace_client
 
         model = harness_config_of(self.config).harness.llm.model
@@ -152,14 +166,22 @@ class BudgetHooks:
         try:
             with pace_client(self.config) as client:
                 seconds = probe_seconds(client)
+        except pytest.UsageError:
+            raise  # a bad option (a cost cap on a model with no price) says so itself
+        except BudgetExhausted as exc:  # the cost cap: nothing is probed, and the claims meet the cap themselves
+            self.probe = {"model": model, "skipped": str(exc)}
+            return
         except Exception as exc:  # noqa: BLE001 - any failure stops the run in one line, as a model call's would
-            raise pytest.UsageError(f"rag-harness: the budget's pace probe could not call {model}: "
-                                    f"{type(exc).__name__}: {exc}") from None
-        # it only ever raises the estimates: a faster model is costed at the book's pace until its tests time it
-        self.scale = min(max(seconds / float(ref["seconds"]), 1.0), SCALE_RANGE[1])
+            raise usage_error(self.config, f"the budget's pace probe could not call {model}: "
+                                           f"{type(exc).__name__}: {exc}") from None
+        finally:
+            self._probe_spend = spend_of(self.config).rows_since(before)
+        ratio = seconds / float(ref["seconds"])
+        self.pace_vs_prior = min(max(ratio, 1.0), SCALE_RANGE[1])
+        self.book = self.prior.scaled(self.pace_vs_prior).merged(self.own)
+        self.default_s = DEFAULT_TEST_S * self.pace_vs_prior
         self.probe = {"model": model, "seconds": round(seconds, 4), "reference_s": ref["seconds"],
-                      "reference_model": ref["model"], "scale": round(self.scale, 3)}
-        self._probe_spend = spend_of(self.config).rows_since(before)
+                      "reference_model": ref["model"], "ratio": round(ratio, 3), "applied": round(self.pace_vs_prior, 3)}
 
     def _fixture_costs(self) -> dict[str, float]:
         """Each wider fixture's seconds per set-up at this run's pace, by instance."""
@@ -169,7 +191,7 @@ class BudgetHooks:
     def unit_of(self, item: pytest.Item, set_up: set[str]) -> Unit:
         """A test as the allocator sees it: its own seconds, its chance of a decision, the wider fixtures it still
         needs (their seconds are the allocator's `fixture_s`)."""
-        return Unit(item.nodeid, self.scale * self.book.tests.get(item.nodeid, DEFAULT_TEST_S),
+        return Unit(item.nodeid, self.scale * self.book.tests.get(item.nodeid, self.default_s),
                     self.book.p_decide(item.nodeid),
                     frozenset(n for n, _ in self.fixtures.get(item.nodeid, ()) if n not in set_up))
 
@@ -203,7 +225,7 @@ class BudgetHooks:
                                      free_s=FREE_READ_S)
         if why is not None:  # never started: what the last run that measured it says of the queries it needs
             raise NotWithinBudget(why, self.book.needed.get(item.nodeid))
-        self._running[item.nodeid] = self.book.tests.get(item.nodeid, DEFAULT_TEST_S)
+        self._running[item.nodeid] = self.book.tests.get(item.nodeid, self.default_s)
         self.done |= mine.fixtures
         self._meter[item.nodeid] = METER.snapshot()
 
@@ -242,9 +264,12 @@ class BudgetHooks:
             measured = book_from_results(results, source="measured by this project's last run")
             ids = ({t["nodeid"] for t in results.get("tests") or [] if t.get("tier") == "benchmark"} if controller
                    else {i.nodeid for i in self.items})
+            day = time.strftime("%Y-%m-%d")
             measured = CostBook(measured.fixtures, {k: v for k, v in measured.tests.items() if k in ids},
                                 {k: v for k, v in measured.decided.items() if k in ids}, measured.source,
-                                measured.fixture_calls)
+                                measured.fixture_calls,
+                                {k: {**v, "why": f"{v['why']}, in this project's run of {day}"}
+                                 for k, v in measured.needed.items() if k in ids}, self.pace_vs_prior)
             if measured.tests:
                 from harness.report.atomic import atomic_write
 

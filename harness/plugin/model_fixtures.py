@@ -23,19 +23,26 @@ REPLAY_API_BASE = "http://127.0.0.1:8765/v1"
 @pytest.fixture(scope="session")
 def rag_local_llm_server(request: pytest.FixtureRequest, rag_config: HarnessConfig) -> Iterator[Any]:
     """Start the embedded local model on a free loopback port for the session (local/* models only)."""
-    from harness.llm.local import LocalModelServer
 
     model = rag_config.harness.llm.model
     if not model.startswith("local/") or estimating(request.config):  # a cost estimate calls no model
         yield None
         return
-    log = rag_config.harness.report_dir / "llama_server.log"
-    log.parent.mkdir(parents=True, exist_ok=True)
-    from harness.llm._litellm import close_clients
+    with _local_server(rag_config) as server:
+        yield server
 
-    with LocalModelServer(model.split("/", 1)[1], log_path=log,
-                          parallel=rag_config.harness.llm.local_parallel,
-                          n_threads=rag_config.harness.llm.local_threads) as server:
+
+@contextlib.contextmanager
+def _local_server(rag_config: HarnessConfig) -> Iterator[Any]:
+    """The run's local/* model served by llama.cpp on a free loopback port, its log in the report directory."""
+    from harness.llm._litellm import close_clients
+    from harness.llm.local import LocalModelServer
+
+    h = rag_config.harness
+    log = h.report_dir / "llama_server.log"
+    log.parent.mkdir(parents=True, exist_ok=True)
+    with LocalModelServer(h.llm.model.split("/", 1)[1], log_path=log, parallel=h.llm.local_parallel,
+                          n_threads=h.llm.local_threads) as server:
         try:
             yield server
         finally:
@@ -73,18 +80,9 @@ def pace_client(config: pytest.Config) -> Iterator[Any]:
     if not h.llm.model.startswith("local/"):
         yield _client(config, rag_config, h.llm.model, cache=None).with_role("pace-probe")
         return
-    from harness.llm._litellm import close_clients
-    from harness.llm.local import LocalModelServer
-
-    log = h.report_dir / "llama_server.log"
-    log.parent.mkdir(parents=True, exist_ok=True)
-    with LocalModelServer(h.llm.model.split("/", 1)[1], log_path=log, parallel=h.llm.local_parallel,
-                          n_threads=h.llm.local_threads) as server:
-        try:
-            yield _client(config, rag_config, h.llm.model, model=server.litellm_model, cache=None,
-                          api_base=server.api_base, api_key="sk-local").with_role("pace-probe")
-        finally:
-            close_clients()
+    with _local_server(rag_config) as server:
+        yield _client(config, rag_config, h.llm.model, model=server.litellm_model, cache=None,
+                      api_base=server.api_base, api_key="sk-local").with_role("pace-probe")
 
 
 def _response_cache(harness_config: HarnessConfig) -> Any:

@@ -149,13 +149,23 @@ def not_run_entry(dataset: str) -> dict[str, Any]:
                       "directory or not selected, or its test stopped before its check)"}
 
 
-def _bind_datasets(planned: list[str], entries: list[dict[str, Any]]) -> list[str]:
-    """Append a "not run" entry for each dataset the spec's tests were parametrised with that no entry measured;
-    their names."""
+def _bind_datasets(outcomes: list[dict[str, Any]], entries: list[dict[str, Any]]) -> list[str]:
+    """Append an entry for each dataset the spec's tests were parametrised with that no entry measured: "budget"
+    where the run's budget refused its test before it started, else "not run"; their names."""
     measured = {e["dataset"] for e in entries}
+    planned = [o.get("dataset", "") for o in outcomes]
     missing = [d for d in dict.fromkeys(planned) if d and d not in measured] if entries else []
-    entries.extend(not_run_entry(d) for d in missing)
+    refused = {o.get("dataset", ""): o for o in outcomes if o.get("outcome") == "budget"}
+    entries.extend(_budget_entry(d, refused[d]) if d in refused else not_run_entry(d) for d in missing)
     return missing
+
+
+def _budget_entry(dataset: str, outcome: dict[str, Any]) -> dict[str, Any]:
+    """The entry of a dataset whose test the run's budget refused before it started (its reason, and the queries
+    the last run that measured it says it needs)."""
+    return {"dataset": dataset, "verdict": "budget", "value": None,
+            "reason": (outcome.get("message") or "not decided within the budget").removeprefix("budget: "),
+            **_never_started_needs([outcome])}
 
 
 def _overall(spec: Spec, entries: list[dict[str, Any]]) -> tuple[str, str]:
@@ -213,7 +223,7 @@ def spec_rows(collector: Collector, catalogue: Catalogue) -> list[dict[str, Any]
             deciding = min(recs, key=lambda r: _RANK.get(r["verdict"], 99))
             entries.append(_entry(spec, deciding))
         os_ = sorted(outcomes.get(spec.id, []), key=lambda r: r["nodeid"])
-        not_run_on = _bind_datasets([o.get("dataset", "") for o in os_], entries)
+        not_run_on = _bind_datasets(os_, entries)
         rows.append({
             "id": spec.id, "title": spec.title, "tier": spec.marker, "metric": spec.metric,
             "comparator": spec.comparator, "threshold": spec.threshold, "source": spec.source,

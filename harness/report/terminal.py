@@ -106,7 +106,7 @@ def summary_lines(rows: list[dict[str, Any]]) -> list[str]:
             lines.append(f"{r['id']:<30} {r['tier']:<11} {r['verdict']:<12} {'':>10} {'':<20} {cond}  {r['overall']}")
             for e in r["datasets"]:
                 line = _line(f"  └ {e['dataset']}", "", e, "")
-                if e["verdict"] == "not run" and e.get("reason"):  # a catalogue dataset the run left out
+                if e["verdict"] in ("not run", "budget") and e.get("reason"):  # a dataset the run left out
                     line += f"  ({e['reason']})"
                 lines.append(line)
         else:
@@ -152,12 +152,21 @@ def budget_line(budget: dict[str, Any]) -> str:
     limit = budget.get("limit_s")
     if not limit:
         return "budget: none"
-    probe = budget.get("pace_probe")
-    paced = (f"; costs first rescaled x{probe['scale']:.2f} by a pace probe ({probe['model']} {probe['seconds']:.2f} s "
-             f"a request, {probe['reference_model']} {probe['reference_s']:.2f} s on the reference machine)"
-             if probe else "")
     return (f"budget: {budget.get('spent_s', 0):.0f} s of {limit:.0f} s spent; {len(refused)} claim"
-            f"{'' if len(refused) == 1 else 's'} not decided within the budget{paced}")
+            f"{'' if len(refused) == 1 else 's'} not decided within the budget{_probe_text(budget.get('pace_probe'))}")
+
+
+def _probe_text(probe: dict[str, Any] | None) -> str:
+    """The pace probe's part of the budget line: what it measured and what it did to the packaged costs."""
+    if not probe:
+        return ""
+    if "skipped" in probe:
+        return f"; no pace probe ({probe['skipped']})"
+    measured = (f"{probe['model']} {probe['seconds']:.2f} s a request, {probe['reference_model']} "
+                f"{probe['reference_s']:.2f} s on the reference machine")
+    if probe["applied"] > 1.0:
+        return f"; the packaged costs raised x{probe['applied']:.2f} by a pace probe ({measured})"
+    return f"; the packaged costs kept by a pace probe ({measured}: never lowered)"
 
 
 def replay_line(replayed: list[dict[str, Any]]) -> str:
