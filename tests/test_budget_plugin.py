@@ -323,9 +323,25 @@ def _closed_port() -> int:
         return s.getsockname()[1]
 
 
+PROBE_REF_S = 0.2  # the packaged book's probe seconds, as the projects below read them (the real one is ~3 s)
+
+
 def _model_config(project: pytest.Pytester, api_base: str) -> None:
     (project.path / "cfg.yaml").write_text(f"harness:\n  llm:\n    model: openai/sim\n    api_base: {api_base}\n"
                                            "    cache: false\n")
+    project.makeconftest(f"""
+import harness.plugin.budget as budget
+
+budget.prior_probe = lambda: {{"seconds": {PROBE_REF_S}, "model": "local/smollm2-135m-instruct", "source": "test"}}
+""")
+
+
+def test_the_packaged_pace_probe_names_its_model_and_seconds():
+    from harness.plugin.budget import prior_probe
+
+    ref = prior_probe()
+    assert ref is not None and ref["model"] == "local/smollm2-135m-instruct" and 1.0 < ref["seconds"] < 10.0
+    assert "harness.llm.pace" in ref["source"] and "2026-11-27" in ref["source"]  # what measured it, and when
 
 
 def _own_book(project: pytest.Pytester) -> Path:
@@ -339,11 +355,9 @@ def test_a_model_no_probe_has_measured_is_probed_before_the_plan(project: pytest
     The ratio is kept in the model's book: the next run reads the packaged figures at it without probing."""
     from harness.llm.pace import PROBE_CALLS
     from harness.llm.simulated import SimulatedAPI
-    from harness.plugin.budget import prior_probe
 
     monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
-    ref = prior_probe()
-    assert ref is not None and ref["seconds"] > 0 and ref["model"] == "local/smollm2-135m-instruct"
+    ref = {"seconds": PROBE_REF_S}
     project.makepyfile(test_claims=PROBED_TESTS)
     args = ("--harness-config", "cfg.yaml", "--report-dir", "out", "--spec-coverage=off")
     with SimulatedAPI(lambda m, p: "Twenty-five minutes; at seven.", latency_s=3 * ref["seconds"]) as api:
@@ -369,7 +383,7 @@ def test_a_model_no_probe_has_measured_is_probed_before_the_plan(project: pytest
     assert sorted(r["verdict"] for r in data["specs"] if r["id"] in ("DEAR", "CHEAP")) == ["budget", "pass"]
 
 
-def test_a_faster_model_keeps_the_packaged_costs_and_runs_without_a_model_probe_nothing(
+def test_a_faster_model_keeps_the_packaged_costs_and_a_run_needing_no_model_probes_nothing(
         project: pytest.Pytester, monkeypatch: pytest.MonkeyPatch):
     from harness.llm.simulated import SimulatedAPI
 
@@ -378,9 +392,7 @@ def test_a_faster_model_keeps_the_packaged_costs_and_runs_without_a_model_probe_
     args = ("--harness-config", "cfg.yaml", "--report-dir", "out", "--spec-coverage=off")
     with SimulatedAPI(lambda m, p: "Twenty-five minutes; at seven.", latency_s=0.0) as api:
         _model_config(project, api.api_base)
-        # no budget, or a budget over tests that need no model: nothing to probe
-        project.runpytest_subprocess(*args)
-        project.runpytest_subprocess(*args, "--budget", "4m", "-k", "cheap")
+        project.runpytest_subprocess(*args, "--budget", "4m", "-k", "cheap")  # no test needs the model: no probe
         assert api.log.statuses[200] == 0
         result = project.runpytest_subprocess(*args, "--budget", "4m")
     data = json.loads((project.path / "out" / "results.json").read_text())

@@ -7,23 +7,24 @@ import statistics
 import time
 from typing import Any
 
-from harness.prompts import load_prompts
+from harness.prompts import load_prompts, render
 
 __all__ = ["PROBE_CALLS", "probe_seconds"]
 
-PROBE_CALLS = 4  # the first warms the model (a server's first request loads what it loads lazily); the rest timed
+PROBE_CALLS = 3  # the first, one token long, warms the model (a server loads what it loads lazily); the rest timed
 
 
 def probe_seconds(client: Any, *, calls: int = PROBE_CALLS) -> float:
-    """The median seconds of the pace prompt (`harness/prompts/pace.yaml`) on `client`, uncached, over the calls
-    after the first; a failed call raises, as any model call does."""
+    """The median seconds of the pace request (`harness/prompts/pace.yaml`) on `client`, uncached, over the calls
+    after the first; each call's prompt is numbered apart, so no call reuses another's from the server's prompt
+    cache. A failed call raises, as any model call does."""
     if calls < 2:
         raise ValueError(f"the pace probe needs at least 2 calls (one to warm the model), got {calls}")
     p = load_prompts("pace")
     seconds = []
-    for _ in range(calls):
+    for i in range(calls):
         t0 = time.perf_counter()
-        client.complete(p["user"], system=p["system"], max_tokens=int(p["max_tokens"]), temperature=0.0,
-                        use_cache=False)
+        client.complete(render(p["user"], n=i + 1), system=p["system"], max_tokens=int(p["max_tokens"]) if i else 1,
+                        temperature=0.0, use_cache=False)
         seconds.append(time.perf_counter() - t0)
     return float(statistics.median(seconds[1:]))

@@ -27,6 +27,9 @@ PACE_MIN_S = 1.0  # tests the book has under a second do not count toward the pa
 # a test whose set-ups are all done and whose own estimate is under this reads what the run already paid for (the
 # claims of a study that is measured): granted even with the budget spent, each overrunning it by at most this
 FREE_READ_S = 1.0
+# a probe's ratio up to this reads as the packaged pace: the probe's own spread on one model and machine (SmolLM2 on
+# the reference machine: 2.75 to 3.37 s, the median 3.04)
+PROBE_SPREAD = 1.15
 # fixtures whose set-up calls the run's LLM (preflight's names): a run that needs none has no model pace to probe
 MODEL_FIXTURES = frozenset({LLM, LOCAL_SERVER, JUDGES})
 
@@ -144,7 +147,8 @@ class BudgetHooks:
         """A model whose pace against the packaged book's no probe has measured (a fresh clone, a new model) would
         have the packaged figures, measured with another model, read at that model's pace: its pace is probed
         before the plan is made (`harness.llm.pace`, against the same probe on the packaged book's model and
-        machine), and the packaged figures raised by the ratio (never lowered, at most `SCALE_RANGE[1]` times;
+        machine), and the packaged figures raised by the ratio where it is past the probe's own spread
+        (`PROBE_SPREAD`; never lowered, at most `SCALE_RANGE[1]` times;
         this project's own figures are already at its pace). The ratio is kept in the model's book, so later runs
         read the packaged figures at it without probing again. Nothing is probed where the run needs no model,
         only estimates or collects, or stops at the preflight (a missing package or dataset)."""
@@ -177,7 +181,7 @@ class BudgetHooks:
         finally:
             self._probe_spend = spend_of(self.config).rows_since(before)
         ratio = seconds / float(ref["seconds"])
-        self.pace_vs_prior = min(max(ratio, 1.0), SCALE_RANGE[1])
+        self.pace_vs_prior = min(ratio, SCALE_RANGE[1]) if ratio > PROBE_SPREAD else 1.0
         self.book = self.prior.scaled(self.pace_vs_prior).merged(self.own)
         self.default_s = DEFAULT_TEST_S * self.pace_vs_prior
         self.probe = {"model": model, "seconds": round(seconds, 4), "reference_s": ref["seconds"],
