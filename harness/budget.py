@@ -326,14 +326,16 @@ def _positive(value: Any) -> float:
 def needed_of(entry: Mapping[str, Any]) -> dict[str, Any] | None:
     """What a report entry (a claim on one dataset) says of the queries the claim needs: decided, the queries it
     was decided on (an entry with no dataset counts no queries: a simulation's trials are not queries); undecided,
-    its queries-needed figure (`needed_for` where the figure names its own n); None where it says nothing (an
-    error, a claim untestable on that data, or an undecided entry with no figure)."""
+    its queries-needed figure (`needed_for` where the figure names its own n), "never" where it was untestable on
+    that data; None where it says nothing (an error, or an undecided entry with no figure)."""
     verdict = entry.get("verdict")
     drawn = entry.get("queries_used") or (entry.get("n") if entry.get("dataset") else None)
     if verdict in ("supported", "refuted", "pass", "fail"):
         return {"queries": int(drawn), "why": f"decided ({verdict}) on {int(drawn)} queries"} if drawn else None
+    if verdict == "inconclusive" and entry.get("untestable"):  # no number of queries decides it on that data
+        return {"queries": "never", "why": "untestable on that data"}
     q = entry.get("queries_needed")
-    if verdict != "inconclusive" or q is None or entry.get("untestable"):
+    if verdict != "inconclusive" or q is None:
         return None
     why = entry.get("needed_for") or (f"80% power, estimated from {int(drawn)} queries" if drawn else "80% power")
     if q == "never" or (isinstance(q, float) and math.isinf(q)):

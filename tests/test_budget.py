@@ -159,7 +159,8 @@ def test_book_from_results_by_hand():
     ({"verdict": "inconclusive", "dataset": "x", "queries_needed": float("inf"), "n": 10},
      {"queries": "never", "why": "80% power, estimated from 10 queries"}),
     ({"verdict": "inconclusive", "queries_needed": None, "n": 30}, None),
-    ({"verdict": "inconclusive", "queries_needed": 80.0, "n": 0, "untestable": True}, None),  # says nothing
+    ({"verdict": "inconclusive", "queries_needed": 80.0, "n": 0, "untestable": True},
+     {"queries": "never", "why": "untestable on that data"}),
     ({"verdict": "error", "n": 30}, None),
     ({"verdict": "pass"}, None),
     ({"verdict": "pass", "dataset": "", "n": 20000}, None),  # a simulation's trials are not queries
