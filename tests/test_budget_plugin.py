@@ -412,18 +412,6 @@ def test_a_pace_probe_that_cannot_call_the_model_stops_the_run_in_one_line(proje
     result.stderr.fnmatch_lines(["*rag-harness: the budget's pace probe could not call openai/sim: *"])
 
 
-DATASETS_CATALOGUE = """
-specs:
-  - id: LIFT-D
-    title: A technique lifts a score on both sets
-    marker: benchmark
-    decision: ci
-    metric: score(technique) - score(baseline)
-    comparator: ">"
-    threshold: 0
-    source: demo
-"""
-
 DATASETS_TESTS = """
 import numpy as np
 import pytest
@@ -432,7 +420,7 @@ from harness.stats._effect import paired_effect
 pytestmark = pytest.mark.benchmark
 
 
-@pytest.mark.spec("LIFT-D")
+@pytest.mark.spec("SEQ")
 def test_lift(rag_spec, rag_check, rag_dataset_name):
     base = np.full(30, 0.5)
     rag_check(rag_spec.id, paired_effect(base + np.tile([0.3, 0.2], 15), base), dataset=rag_dataset_name)
@@ -442,7 +430,7 @@ def test_lift(rag_spec, rag_check, rag_dataset_name):
 def test_a_set_the_budget_never_started_reads_budget_with_the_queries_it_needs(pytester: pytest.Pytester):
     """A claim on two sets: a's test fits, b's does not; b's entry says so, with the queries its last run says it
     needs, and the claim reads budget, not supported."""
-    project = new_project(pytester, DATASETS_CATALOGUE)
+    project = new_project(pytester, CATALOGUE)  # SEQ: a technique improves the score
     for name in ("a", "b"):
         (project.path / "data" / name).mkdir(parents=True)
         (project.path / "data" / name / "corpus.jsonl").write_text("")
@@ -454,7 +442,7 @@ def test_a_set_the_budget_never_started_reads_budget_with_the_queries_it_needs(p
            needed={ids[1]: {"queries": 91, "why": "80% power, estimated from 30 queries, in an earlier run"}})
     result = project.runpytest_subprocess("--report-dir", "out", "--data-dir", "data", "--budget", "1m",
                                           "--spec-coverage=off")
-    row = {r["id"]: r for r in json.loads((project.path / "out" / "results.json").read_text())["specs"]}["LIFT-D"]
+    row = {r["id"]: r for r in json.loads((project.path / "out" / "results.json").read_text())["specs"]}["SEQ"]
     entries = {e["dataset"]: e for e in row["datasets"]}
     assert row["verdict"] == "budget" and entries["a"]["verdict"] == "supported", row
     b = entries["b"]
