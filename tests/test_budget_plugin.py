@@ -13,32 +13,21 @@ from tests.pytester_kit import new_project
 pytestmark = pytest.mark.integration
 pytest_plugins = ["pytester"]
 
-CATALOGUE = """
-specs:
-  - id: DEAR
-    title: A claim that takes long
-    marker: benchmark
+def _estimate_spec(spec_id: str, title: str, marker: str = "benchmark") -> str:
+    """A claim whose figure is an estimate held to `>= 0`: any figure passes."""
+    return f"""
+  - id: {spec_id}
+    title: {title}
+    marker: {marker}
     decision: estimate
     metric: seconds
     comparator: ">="
     threshold: 0
-    source: demo
-  - id: CHEAP
-    title: A claim that is quick
-    marker: benchmark
-    decision: estimate
-    metric: seconds
-    comparator: ">="
-    threshold: 0
-    source: demo
-  - id: QUICK
-    title: A unit-tier claim
-    marker: unit
-    decision: estimate
-    metric: seconds
-    comparator: ">="
-    threshold: 0
-    source: demo
+    source: demo"""
+
+
+CATALOGUE = "specs:" + _estimate_spec("DEAR", "A claim that takes long") + _estimate_spec(
+    "CHEAP", "A claim that is quick") + _estimate_spec("QUICK", "A unit-tier claim", "unit") + """
   - id: SEQ
     title: A technique improves the score
     marker: benchmark
@@ -234,16 +223,8 @@ def embedder():
     assert "embedder" not in links and not any("=0" in k for k in links)
 
 
-STUDY_CATALOGUE = "specs:\n" + "".join(f"""
-  - id: {i}
-    title: A claim read from the study ({i})
-    marker: benchmark
-    decision: estimate
-    metric: seconds
-    comparator: ">="
-    threshold: 0
-    source: demo
-""" for i in ("S1", "S2", "S3", "DEAR"))
+STUDY_CATALOGUE = "specs:" + "".join(_estimate_spec(i, f"A claim read from the study ({i})")
+                                      for i in ("S1", "S2", "S3", "DEAR")) + "\n"
 
 STUDY_TESTS = """
 import time

@@ -107,10 +107,8 @@ class BudgetHooks:
         self.config = config
         h = harness_config_of(config).harness
         self.path = costs_path(h.cache_dir, h.llm.model)
-        # the packaged figures at this model's pace where a pace probe measured it, this project's own over them
         self.own, self.prior = CostBook.load(self.path), prior_book()
-        self.book = self.prior.scaled(self.own.pace_vs_prior or 1.0).merged(self.own)
-        self.default_s = DEFAULT_TEST_S * (self.own.pace_vs_prior or 1.0)  # a test never timed, at that pace too
+        self._read_prior_at(self.own.pace_vs_prior or 1.0)
         self.allocator = Allocator(limit_s, fixture_s=dict(self.book.fixtures))
         self.fixtures: dict[str, list[tuple[str, Any]]] = {}  # nodeid -> its `_wider_fixtures`, read at collection
         self.keys: set[str] = set()  # the wider fixtures' instances the benchmark tests need
@@ -182,10 +180,15 @@ class BudgetHooks:
             self._probe_spend = spend_of(self.config).rows_since(before)
         ratio = seconds / float(ref["seconds"])
         self.pace_vs_prior = min(ratio, SCALE_RANGE[1]) if ratio > PROBE_SPREAD else 1.0
-        self.book = self.prior.scaled(self.pace_vs_prior).merged(self.own)
-        self.default_s = DEFAULT_TEST_S * self.pace_vs_prior
+        self._read_prior_at(self.pace_vs_prior)
         self.probe = {"model": model, "seconds": round(seconds, 4), "reference_s": ref["seconds"],
                       "reference_model": ref["model"], "ratio": round(ratio, 3), "applied": round(self.pace_vs_prior, 3)}
+
+    def _read_prior_at(self, ratio: float) -> None:
+        """The book: the packaged figures at `ratio` times their pace (a pace probe's), this project's own over
+        them; a test never timed costs the packaged minute at that pace too."""
+        self.book = self.prior.scaled(ratio).merged(self.own)
+        self.default_s = DEFAULT_TEST_S * ratio
 
     def _fixture_costs(self) -> dict[str, float]:
         """Each wider fixture's seconds per set-up at this run's pace, by instance."""
