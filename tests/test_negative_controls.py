@@ -61,6 +61,7 @@ def _run_under_controls(tmp_path: Path, markexpr: str) -> tuple[subprocess.Compl
     out = tmp_path / "controls"
     cmd = [sys.executable, "-m", "pytest", "specs", "tests/test_metrics.py", "-m", markexpr,
            "--negative-controls", "--controls-only", "--report-dir", str(out), "-p", "no:cacheprovider", "-q", "-n", "2",
+           "--dist", "loadfile",
            "--spec-coverage", "off"]
     env = {**os.environ, "HF_HUB_OFFLINE": "1"}
     proc = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, timeout=1800)

@@ -83,8 +83,7 @@ class Seq2SeqRewriter:
 
         torch.manual_seed(seed)
         tok = ByT5Tokenizer()
-        # decoder_start_token_id: taken by PretrainedConfig's **kwargs, absent from T5Config's annotated signature
-        cfg = T5Config(vocab_size=len(tok),  # type: ignore[call-arg]
+        cfg = T5Config(vocab_size=len(tok),
                        d_model=d_model, d_kv=d_model // heads, d_ff=d_model * 2, num_layers=layers,
                        num_decoder_layers=layers, num_heads=heads, decoder_start_token_id=tok.pad_token_id,
                        pad_token_id=tok.pad_token_id, eos_token_id=tok.eos_token_id)
