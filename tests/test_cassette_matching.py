@@ -104,9 +104,11 @@ def test_json_bodies_are_decided_without_vcrpys_matcher(case, monkeypatch):
     def refuse(*_):
         raise RuntimeError("vcrpy's body matcher was asked")
 
-    expected = _matches(matchers.body, _request(PAIRS[case][0], PAIRS[case][1]), _request(*PAIRS[case][2:]))
+    a, ha, b, hb = PAIRS[case]
+    new, recorded = _request(a, ha), _request(b, hb)
+    expected = _matches(matchers.body, new, recorded)
     monkeypatch.setattr(matchers, "body", refuse)
-    assert _matches(same_body, _request(PAIRS[case][0], PAIRS[case][1]), _request(*PAIRS[case][2:])) == expected
+    assert _matches(same_body, new, recorded) == expected
 
 
 RECORDED = """interactions:

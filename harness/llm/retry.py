@@ -2,24 +2,19 @@
 from __future__ import annotations
 
 from harness.llm._litellm import litellm
+from harness.llm.failures import _chain
 
 
 def _cassette_miss(exc: BaseException) -> bool:
-    seen: BaseException | None = exc
-    while seen is not None:
-        if type(seen).__name__ == "CannotOverwriteExistingCassetteException" or \
-                "Can't overwrite existing cassette" in str(seen):
-            return True
-        seen = seen.__cause__ or seen.__context__
-    return False
+    return any(type(e).__name__ == "CannotOverwriteExistingCassetteException" or
+               "Can't overwrite existing cassette" in str(e) for e in _chain(exc))
 
 
 def miss_diff(exc: BaseException) -> str | None:
     """How the request a cassette did not hold differs from the closest one it recorded, as vcrpy's own `body`
     matcher words it (a unified diff of the two bodies); None where the miss carries no recorded request."""
-    seen: BaseException | None = exc
-    while seen is not None:
-        failed, similar = getattr(seen, "failed_request", None), getattr(seen, "similar_requests", None)
+    for e in _chain(exc):
+        failed, similar = getattr(e, "failed_request", None), getattr(e, "similar_requests", None)
         if failed is not None and similar:
             from vcr import matchers
 
@@ -28,7 +23,6 @@ def miss_diff(exc: BaseException) -> str | None:
             except AssertionError as diff:
                 return str(diff)
             return None
-        seen = seen.__cause__ or seen.__context__
     return None
 
 

@@ -402,13 +402,9 @@ def _caused_by(exc: BaseException | None, kind: type) -> bool:
 
 def _cause(exc: BaseException | None, kind: type) -> Any:
     """The first exception of `kind` in `exc`'s chain of causes, or None."""
-    seen: set[int] = set()
-    while exc is not None and id(exc) not in seen:
-        if isinstance(exc, kind):
-            return exc
-        seen.add(id(exc))
-        exc = exc.__cause__ or exc.__context__
-    return None
+    from harness.llm.failures import _chain
+
+    return next((e for e in _chain(exc) if isinstance(e, kind)), None) if exc is not None else None
 
 
 @pytest.hookimpl(optionalhook=True)
