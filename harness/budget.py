@@ -3,11 +3,12 @@
 A claim (one test) is admitted, and each later look of a sequential claim is granted, only where the plan for
 what is left of the budget takes it: the claims still waiting and this step, picked greedily by decisions expected
 per second of cost (the knapsack's greedy rule; a study that serves several claims is costed once and worth all of
-them). A claim's worth is the probability that it ends decided: futility's predictive probability between looks,
-else what its last run here says. The allocator decides only *whether* a claim takes its next planned look, never
-at what n: the looks are the claim's own, so its per-side error and coverage hold under any allocation (an
-anytime-valid interval holds at any stopping time). A claim it refuses reads "not decided within the budget", with
-its last interval where it had one.
+them). A claim's worth is the probability that it ends decided (futility's predictive probability between looks,
+else what its last run here says) times what its decision is worth: a comparative claim's verdict (supported or
+refuted) `harness.budget.comparative_weight` times a point check's (pass or fail). The allocator decides only
+*whether* a claim takes its next planned look, never at what n: the looks are the claim's own, so its per-side
+error and coverage hold under any allocation (an anytime-valid interval holds at any stopping time). A claim it
+refuses reads "not decided within the budget", with its last interval where it had one.
 
 Costs come from the run's own timing: each fixture a test needs and has not yet set up, plus the test's own phases,
 as last measured (`CostBook`: `<cache_dir>/budget/costs-<model>.json`, else the packaged prior measured on the reference
@@ -61,24 +62,31 @@ def parse_budget(text: str | None) -> float | None:
 class Unit:
     """A claim's next step (a test, or a sequential claim's next look): its own seconds, the probability it ends
     decided, the shared set-ups it needs that are not yet done (a study, an index: their seconds are the
-    allocator's `fixture_s`), and the seconds to the claim's last look where its worth should be read over more than
-    this step."""
+    allocator's `fixture_s`), the seconds to the claim's last look where its worth should be read over more than
+    this step, and what its decision is worth (`weight`: a comparative claim's `harness.budget.comparative_weight`,
+    a point check's 1)."""
 
     key: str
     cost_s: float
     p_decide: float = PRIOR_P_DECIDE
     fixtures: frozenset[str] = frozenset()
     to_end_s: float | None = None
+    weight: float = 1.0
+
+    @property
+    def worth(self) -> float:
+        """Decisions expected, each at its weight."""
+        return self.weight * self.p_decide
 
     @property
     def value(self) -> float:
-        """Decisions expected per second of what it still costs (set-ups apart)."""
-        return self.p_decide / max(self.to_end_s if self.to_end_s is not None else self.cost_s, 1e-3)
+        """Weighted decisions expected per second of what it still costs (set-ups apart)."""
+        return self.worth / max(self.to_end_s if self.to_end_s is not None else self.cost_s, 1e-3)
 
 
 def plan_within(units: Sequence[Unit], fixture_s: Mapping[str, float], capacity_s: float, *,
                 shared_s: float = 5.0) -> list[str]:
-    """The steps a budget of `capacity_s` seconds takes, chosen greedily by decisions expected per second: a
+    """The steps a budget of `capacity_s` seconds takes, chosen greedily by weighted decisions expected per second: a
     candidate is one unit, or the units that need one shared set-up of `shared_s` seconds or more (all of them, and
     those that need no other such set-up: a study serves several claims, so its worth is theirs together and its
     cost is counted once); each pick's set-ups are then done for the rest. Ties go to the earlier candidate. Keys in
@@ -125,7 +133,7 @@ def _plan_greedy(todo: dict[str, Unit], fixture_s: Mapping[str, float], capacity
             cost = sum(u.cost_s for u in group) + sum(fixture_s.get(f, 0.0) for f in setups)
             if cost > left:
                 continue
-            value = (sum(u.p_decide for u in group) / max(cost, 1e-3) if len(group) > 1 or setups
+            value = (sum(u.worth for u in group) / max(cost, 1e-3) if len(group) > 1 or setups
                      else group[0].value)
             if best is None or value > best[0]:
                 best = (value, group, setups, cost)
@@ -206,16 +214,16 @@ class Allocator:
         return plan_within([*steps, *self.waiting.values()], self.fixture_s, self.remaining() / self.safety)
 
     def request(self, key: str, step_s: float, *, to_end_s: float | None = None, p_decide: float = PRIOR_P_DECIDE,
-                fixtures: Iterable[str] = (), free_s: float = 0.0) -> str | None:
+                fixtures: Iterable[str] = (), free_s: float = 0.0, weight: float = 1.0) -> str | None:
         """Ask for the next step of `key` (a test, or a later look) of `step_s` seconds plus the set-ups
-        `fixtures` it needs: None where granted, else the reason it is refused. It is granted where the plan for
-        the budget left (`plan_within` over this step and every claim still waiting, each step's estimate times
-        `safety`) takes it: a claim worth less waits behind those worth more and is refused where they leave too
-        little."""
+        `fixtures` it needs, its decision worth `weight`: None where granted, else the reason it is refused. It is
+        granted where the plan for the budget left (`plan_within` over this step and every claim still waiting,
+        each step's estimate times `safety`) takes it: a claim worth less waits behind those worth more and is
+        refused where they leave too little."""
         self.waiting.pop(key, None)
         if self.limit_s is None:
             return None
-        mine = Unit(key, step_s, p_decide, frozenset(fixtures), to_end_s)
+        mine = Unit(key, step_s, p_decide, frozenset(fixtures), to_end_s, weight)
         # a step with nothing to set up that costs at most `free_s` reads what was paid for: granted whatever is left
         if (not mine.fixtures and step_s * self.safety <= free_s) or key in self.picks(mine):
             self.granted.append({"key": key, "step_s": round(step_s, 3), "at_s": round(self.elapsed(), 3)})

@@ -16,15 +16,15 @@ from pydantic import BaseModel, ValidationError
 from pydantic_core import ErrorDetails
 
 from harness.config_models import (
-    DEFAULT_LOCAL_MODEL, CragConfig, DatasetSettings, FallbackConfig, FusionConfig, HarnessConfig, HarnessSettings,
-    HydeConfig, JudgeSettings, LLMSettings, ModelPrice, RetSettings, RewriteConfig, RoutingConfig, SequentialSettings,
-    WSOPConfig, config_models,
+    DEFAULT_LOCAL_MODEL, BudgetSettings, CragConfig, DatasetSettings, FallbackConfig, FusionConfig, HarnessConfig,
+    HarnessSettings, HydeConfig, JudgeSettings, LLMSettings, ModelPrice, RetSettings, RewriteConfig, RoutingConfig,
+    SequentialSettings, WSOPConfig, config_models,
 )
 
-__all__ = ["DEFAULT_LOCAL_MODEL", "REMOVED_FIELDS", "ConfigError", "CragConfig", "DatasetSettings", "FallbackConfig",
-           "FusionConfig", "HarnessConfig", "HarnessSettings", "HydeConfig", "JudgeSettings", "LLMSettings",
-           "ModelPrice", "RetSettings", "RewriteConfig", "RoutingConfig", "SequentialSettings", "WSOPConfig",
-           "config_models", "leaf_fields", "load_config"]
+__all__ = ["DEFAULT_LOCAL_MODEL", "REMOVED_FIELDS", "BudgetSettings", "ConfigError", "CragConfig", "DatasetSettings",
+           "FallbackConfig", "FusionConfig", "HarnessConfig", "HarnessSettings", "HydeConfig", "JudgeSettings",
+           "LLMSettings", "ModelPrice", "RetSettings", "RewriteConfig", "RoutingConfig", "SequentialSettings",
+           "WSOPConfig", "config_models", "leaf_fields", "load_config"]
 
 
 class ConfigError(ValueError):

@@ -289,6 +289,16 @@ class SequentialSettings(_Strict):
                                        "intervals at the spending function's levels (more power, not held there).")
 
 
+class BudgetSettings(_Strict):
+    """How `--budget` weighs the claims it shares one wall-time budget among (harness.budget; docs/budget.md)."""
+
+    comparative_weight: float = Field(
+        default=2.0, ge=1.0, le=100.0,
+        description="What a comparative claim's decision (supported or refuted, from an interval or a test) is worth "
+                    "against a point check's (pass or fail on one figure) when the budget picks what to run: 1 weighs "
+                    "every decision alike.")
+
+
 class HarnessSettings(_Strict):
     """The harness's own settings (`harness`): where things are, which models, how many queries."""
 
@@ -331,6 +341,8 @@ class HarnessSettings(_Strict):
     judge: JudgeSettings = Field(default_factory=JudgeSettings, description="The judge of answer-level metrics.")
     sequential: SequentialSettings = Field(
         default_factory=SequentialSettings, description="Sequential verdicts of comparative claims.")
+    budget: BudgetSettings = Field(default_factory=BudgetSettings,
+                                   description="How --budget weighs the claims it picks among.")
 
     def capped(self, n: int) -> int:
         """`n`, or `max_queries` when that is smaller (0 = no cap): the size of a study under --max-queries."""

@@ -8,7 +8,7 @@ import math
 import numpy as np
 import pytest
 
-from harness.budget import (MEASURE_P_DECIDE, PRIOR_P_DECIDE, Allocator, CostBook, NotWithinBudget, Unit,
+from harness.budget import (MEASURE_P_DECIDE, PRIOR_P_DECIDE, SAFETY, Allocator, CostBook, NotWithinBudget, Unit,
                             book_from_results, parse_budget, plan_order, plan_within)
 from harness.stats.sequential import SequentialDesign, replay, run_sequential
 
@@ -61,6 +61,29 @@ def test_waiting_claims_worth_more_are_kept_their_share():
     assert a.request("small", 70.0, p_decide=0.5) is None
     assert a.request("cheap-likely", 30.0, p_decide=0.9) is None  # its own plan entry is no reservation against it
     assert a.summary()["steps_granted"] == 2 and set(a.summary()["refused"]) == {"mid"}
+
+
+def test_a_comparative_claim_is_worth_its_weight():
+    """Two claims as likely decided, the comparative one (weight 2) dearer: by probability per second the point
+    check goes first; at weight 2 the comparative claim's decision is worth more per second, and it keeps its
+    share. In a group (a study's claims) each counts at its weight."""
+    check, comparative = Unit("check", 25.0, 0.9), Unit("comparative", 30.0, 0.9, weight=2.0)
+    assert comparative.worth == 1.8 and check.worth == 0.9
+    assert plan_within([check, Unit("comparative", 30.0, 0.9)], {}, 40.0) == ["check"]
+    assert plan_within([check, comparative], {}, 40.0) == ["comparative"]
+    for waiting, asks, weight, granted in [(comparative, check, 1.0, False), (check, comparative, 2.0, True),
+                                           (check, comparative, 1.0, False)]:
+        a = Allocator(40.0 * SAFETY, clock=lambda: 0.0)
+        a.plan([waiting])
+        why = a.request(asks.key, asks.cost_s, p_decide=0.9, weight=weight)
+        assert (why is None) == granted and (granted or "kept for claims worth more" in why)
+    # a 50 s study of two point checks (0.9 + 0.9) against a comparative claim alone (1.8 over 40 s): the claim;
+    # where one of the study's claims is comparative (1.8 + 0.9 over 50 s), the study
+    alone = Unit("c", 40.0, 0.9, weight=2.0)
+    checks = [Unit("s1", 0.0, 0.9, frozenset({"study"})), Unit("s2", 0.0, 0.9, frozenset({"study"}))]
+    assert plan_within([*checks, alone], {"study": 50.0}, 60.0) == ["c"]
+    mixed = [Unit("s1", 0.0, 0.9, frozenset({"study"}), weight=2.0), checks[1]]
+    assert plan_within([*mixed, alone], {"study": 50.0}, 60.0) == ["s1", "s2"]
 
 
 def test_a_shared_set_up_is_costed_once_and_worth_all_its_claims():
@@ -359,7 +382,7 @@ def _plan_reference(units, fixture_s, capacity_s, shared_s=5.0):
             cost = sum(u.cost_s for u in group) + sum(fixture_s.get(f, 0.0) for f in setups)
             if cost > left:
                 continue
-            value = (sum(u.p_decide for u in group) / max(cost, 1e-3) if len(group) > 1 or setups
+            value = (sum(u.weight * u.p_decide for u in group) / max(cost, 1e-3) if len(group) > 1 or setups
                      else group[0].value)
             if best is None or value > best[0]:
                 best = (value, group, setups, cost)
@@ -384,7 +407,8 @@ def test_the_plan_equals_the_step_by_step_greedy_on_random_units(with_fixtures):
         units = [Unit(f"u{i}", float(rng.choice([0.0, 1.0, 2.5, 4.0, 10.0, 33.3])),
                       float(rng.choice([0.1, 0.5, 0.9, 0.5 * rng.random()])),
                       frozenset(f for f in fixtures if with_fixtures and rng.random() < 0.3),
-                      None if rng.random() < 0.5 else float(rng.choice([4.0, 20.0, 60.0])))
+                      None if rng.random() < 0.5 else float(rng.choice([4.0, 20.0, 60.0])),
+                      float(rng.choice([1.0, 1.0, 2.0])))
                  for i in range(n)]
         capacity = float(rng.choice([0.0, 5.0, 20.0, 60.0, 200.0, 1e9]))
         assert plan_within(units, fixtures, capacity) == _plan_reference(units, fixtures, capacity)

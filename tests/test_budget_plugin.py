@@ -80,7 +80,7 @@ def project(pytester: pytest.Pytester) -> pytest.Pytester:
 def _costs(project: pytest.Pytester, tests: dict[str, float], decided: dict[str, bool] | None = None,
            needed: dict[str, dict] | None = None) -> None:
     path = project.path / ".cache" / "rag-harness" / "budget" / "costs-local-smollm2-135m-instruct.json"
-    path.parent.mkdir(parents=True)
+    path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps({"source": "test", "fixtures": {}, "tests": tests, "decided": decided or {},
                                 "needed": needed or {}}))
 
@@ -160,12 +160,32 @@ def test_under_a_budget_the_claims_run_before_the_measurements(project: pytest.P
     claims = {"test_claims.py::test_dear[DEAR]": 0.1, "test_claims.py::test_cheap[CHEAP]": 0.1,
               "test_claims.py::test_seq[SEQ]": 0.1}
     _costs(project, {"test_a_measure.py::test_measure": 0.1, **claims}, {k: True for k in claims})
-    order = lambda result: list(dict.fromkeys(  # noqa: E731  (-v -s: each test's line starts with its node id)
-        ln.split(" ")[0].split("::")[-1] for ln in result.stdout.lines if ln.startswith("test_") and "::" in ln))
     budgeted, _, _ = _run(project, "--budget", "10m", "-v", "-p", "no:randomly")
-    assert order(budgeted) == ["test_dear[DEAR]", "test_cheap[CHEAP]", "test_seq[SEQ]", "test_measure"]
+    assert _order(budgeted) == ["test_dear[DEAR]", "test_cheap[CHEAP]", "test_seq[SEQ]", "test_measure"]
     unbudgeted, _, _ = _run(project, "-v", "-p", "no:randomly")
-    assert order(unbudgeted)[0] == "test_measure"
+    assert _order(unbudgeted)[0] == "test_measure"
+
+
+def _order(result: pytest.RunResult) -> list[str]:
+    """The tests in the order they ran (-v -s: each test's line starts with its node id)."""
+    return list(dict.fromkeys(ln.split(" ")[0].split("::")[-1] for ln in result.stdout.lines
+                              if ln.startswith("test_") and "::" in ln))
+
+
+def test_a_comparative_claim_s_decision_is_worth_the_configured_weight(project: pytest.Pytester):
+    """SEQ (decided by an interval) and DEAR (a point check), as likely decided, DEAR cheaper, room for one; DEAR
+    asks first. At the default weight (2) the comparative claim's decision is worth more per second: DEAR is kept
+    out for it. With `harness.budget.comparative_weight: 1` the cheaper point check is worth more and runs."""
+    costs = {"test_claims.py::test_dear[DEAR]": 25.0, "test_claims.py::test_seq[SEQ]": 30.0}
+    _costs(project, costs, dict.fromkeys(costs, True))
+    args = ("--budget", "40s", "-k", "dear or seq")
+    _, rows, data = _run(project, *args)
+    assert rows["DEAR"]["verdict"] == "budget" and rows["SEQ"]["verdict"] == "inconclusive"
+    assert data["budget"]["refused"]["test_claims.py::test_dear[DEAR]"].endswith("kept for claims worth more")
+    (project.path / "rag.yaml").write_text("harness:\n  budget:\n    comparative_weight: 1\n")
+    _costs(project, costs, dict.fromkeys(costs, True))  # the run kept what it measured: the same book again
+    _, rows, _ = _run(project, *args, "-o", "harness_config=rag.yaml")
+    assert rows["DEAR"]["verdict"] == "pass"
 
 
 def test_a_bad_budget_stops_the_run_in_one_line(project: pytest.Pytester):

@@ -31,7 +31,7 @@ def test_the_walk_reaches_every_configuration_model():
                if issubclass(obj, BaseModel) and obj.__module__ == models.__name__ and not obj.__name__.startswith("_")}
     reached = config_models()
     assert reached[0] is HarnessConfig
-    assert set(reached) == defined and len(reached) == len(defined) == 15
+    assert set(reached) == defined and len(reached) == len(defined) == 16
 
 
 def test_every_configuration_field_has_a_description():

@@ -17,7 +17,8 @@ import pytest
 from harness.llm.meter import METER
 from harness.budget import Allocator, CostBook, Unit, book_from_results, parse_budget, plan_order
 from harness.plugin.preflight import JUDGES, LLM, LOCAL_SERVER
-from harness.plugin.state import CONTROL_KEY, PROP_RECORD, RESULTS_KEY, estimating, harness_config_of, spend_of
+from harness.plugin.state import (CONTROL_KEY, PROP_RECORD, RESULTS_KEY, bound_spec, estimating, harness_config_of,
+                                  spend_of)
 
 BUDGET_KEY = pytest.StashKey["BudgetHooks"]()
 DEFAULT_TEST_S = 60.0  # a test this machine has never timed: a minute, until the run measures it
@@ -111,6 +112,7 @@ class BudgetHooks:
         self._read_prior_at(self.own.pace_vs_prior or 1.0)
         self.allocator = Allocator(limit_s, fixture_s=dict(self.book.fixtures))
         self.fixtures: dict[str, list[tuple[str, Any]]] = {}  # nodeid -> its `_wider_fixtures`, read at collection
+        self.weights: dict[str, float] = {}  # nodeid -> what its decision is worth: comparative claims' the setting's
         self.keys: set[str] = set()  # the wider fixtures' instances the benchmark tests need
         self.done: set[str] = set()  # those the tests admitted so far set up
         self.items: list[pytest.Item] = []  # the benchmark tests, in run order
@@ -132,6 +134,8 @@ class BudgetHooks:
         if self.allocator.limit_s is None:
             return
         self.fixtures = {i.nodeid: _wider_fixtures(i) for i in items}
+        weight = harness_config_of(self.config).harness.budget.comparative_weight
+        self.weights = {i.nodeid: weight for i in self.items if (spec := bound_spec(i)) and spec.comparative}
         self.keys = {key for i in self.items for key, _ in self.fixtures[i.nodeid]}
         self.probe_pace()
         self.allocator.fixture_s = self._fixture_costs()
@@ -197,10 +201,11 @@ class BudgetHooks:
 
     def unit_of(self, item: pytest.Item, set_up: set[str]) -> Unit:
         """A test as the allocator sees it: its own seconds, its chance of a decision, the wider fixtures it still
-        needs (their seconds are the allocator's `fixture_s`)."""
+        needs (their seconds are the allocator's `fixture_s`), what its decision is worth."""
         return Unit(item.nodeid, self.scale * self.book.tests.get(item.nodeid, self.default_s),
                     self.book.p_decide(item.nodeid),
-                    frozenset(n for n, _ in self.fixtures.get(item.nodeid, ()) if n not in set_up))
+                    frozenset(n for n, _ in self.fixtures.get(item.nodeid, ()) if n not in set_up),
+                    weight=self.weights.get(item.nodeid, 1.0))
 
     def replan(self, set_up: set[str]) -> None:
         """The waiting tests' costs as things stand, the fixtures already set up counted as done."""
@@ -229,7 +234,7 @@ class BudgetHooks:
         self.replan(set_up)
         mine = self.unit_of(item, set_up)
         why = self.allocator.request(item.nodeid, mine.cost_s, p_decide=mine.p_decide, fixtures=mine.fixtures,
-                                     free_s=FREE_READ_S)
+                                     free_s=FREE_READ_S, weight=mine.weight)
         if why is not None:  # never started: what the last run that measured it says of the queries it needs
             raise NotWithinBudget(why, self.book.needed.get(item.nodeid))
         self._running[item.nodeid] = self.book.tests.get(item.nodeid, self.default_s)
@@ -257,7 +262,8 @@ class BudgetHooks:
     def look(self, nodeid: str, step_s: float, to_end_s: float, p_decide: float | None) -> str | None:
         """A sequential claim's next look: None where granted, else why not."""
         p = p_decide if p_decide is not None and math.isfinite(p_decide) else self.book.p_decide(nodeid)
-        return self.allocator.request(nodeid, step_s, to_end_s=to_end_s, p_decide=p)
+        return self.allocator.request(nodeid, step_s, to_end_s=to_end_s, p_decide=p,
+                                      weight=self.weights.get(nodeid, 1.0))
 
     @pytest.hookimpl(wrapper=True, trylast=True)
     def pytest_sessionfinish(self, session: pytest.Session) -> Generator[None, Any, Any]:
