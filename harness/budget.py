@@ -1,11 +1,11 @@
 """One wall-time budget shared by the claims of a run (`--budget`), and the rule that spends it.
 
 A claim (one test) is admitted, and each later look of a sequential claim is granted, only where the plan for
-what is left of the budget takes it: the claims still waiting and this step, picked greedily by decisions expected
-per second of cost (the knapsack's greedy rule; a study that serves several claims is costed once and worth all of
+what is left of the budget takes it: the claims still waiting and this step, picked greedily by weighted decisions
+expected per second of cost (the knapsack's greedy rule; a study that serves several claims is costed once and worth all of
 them). A claim's worth is the probability that it ends decided (futility's predictive probability between looks,
 else what its last run here says) times what its decision is worth: a comparative claim's verdict (supported or
-refuted) `harness.budget.comparative_weight` times a point check's (pass or fail). The allocator decides only
+refuted) the setting `harness.budget.comparative_weight` times a point check's (pass or fail). The allocator decides only
 *whether* a claim takes its next planned look, never at what n: the looks are the claim's own, so its per-side
 error and coverage hold under any allocation (an anytime-valid interval holds at any stopping time). A claim it
 refuses reads "not decided within the budget", with its last interval where it had one.
@@ -98,9 +98,9 @@ def plan_within(units: Sequence[Unit], fixture_s: Mapping[str, float], capacity_
 
 
 def _plan_alone(units: list[Unit], capacity_s: float) -> list[str]:
-    """`plan_within` where no unit needs a set-up, in one pass: each pick is the unit of the highest worth that
-    still fits (ties to the earlier), and what is left only shrinks, so a unit that does not fit when its turn in
-    worth order comes never fits later."""
+    """`plan_within` where no unit needs a set-up, in one pass: each pick is the unit of the highest value (worth
+    per second) that still fits (ties to the earlier), and what is left only shrinks, so a unit that does not fit
+    when its turn in value order comes never fits later."""
     values = [u.value for u in units]
     if any(math.isnan(v) for v in values):  # no order to sort by: the general rule
         return _plan_greedy({u.key: u for u in units}, {}, capacity_s, 0.0)
@@ -215,16 +215,19 @@ class Allocator:
 
     def request(self, key: str, step_s: float, *, to_end_s: float | None = None, p_decide: float = PRIOR_P_DECIDE,
                 fixtures: Iterable[str] = (), free_s: float = 0.0, weight: float = 1.0) -> str | None:
-        """Ask for the next step of `key` (a test, or a later look) of `step_s` seconds plus the set-ups
-        `fixtures` it needs, its decision worth `weight`: None where granted, else the reason it is refused. It is
-        granted where the plan for the budget left (`plan_within` over this step and every claim still waiting,
-        each step's estimate times `safety`) takes it: a claim worth less waits behind those worth more and is
-        refused where they leave too little."""
+        """`ask` for the step `Unit(key, step_s, p_decide, fixtures, to_end_s, weight)`."""
+        return self.ask(Unit(key, step_s, p_decide, frozenset(fixtures), to_end_s, weight), free_s=free_s)
+
+    def ask(self, mine: Unit, *, free_s: float = 0.0) -> str | None:
+        """Ask for the step `mine` (a test, or a later look: its seconds, the set-ups it needs, what its decision is
+        worth): None where granted, else the reason it is refused. It is granted where the plan for the budget left
+        (`plan_within` over this step and every claim still waiting, each step's estimate times `safety`) takes it:
+        a claim worth less waits behind those worth more and is refused where they leave too little. A step with
+        nothing to set up whose estimate is at most `free_s` reads what was paid for: granted whatever is left."""
+        key, step_s = mine.key, mine.cost_s
         self.waiting.pop(key, None)
         if self.limit_s is None:
             return None
-        mine = Unit(key, step_s, p_decide, frozenset(fixtures), to_end_s, weight)
-        # a step with nothing to set up that costs at most `free_s` reads what was paid for: granted whatever is left
         if (not mine.fixtures and step_s * self.safety <= free_s) or key in self.picks(mine):
             self.granted.append({"key": key, "step_s": round(step_s, 3), "at_s": round(self.elapsed(), 3)})
             return None

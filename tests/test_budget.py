@@ -321,6 +321,19 @@ def test_a_budget_never_changes_a_decided_verdict_on_recorded_scores():
     assert refused > 50 and decided_both > 30  # both kinds of path were exercised
 
 
+def test_a_later_look_of_a_comparative_claim_is_worth_its_weight():
+    """A sequential claim's next look (30 s) against a waiting point check (25 s), both as likely decided, room for
+    one: the look goes ahead at the comparative weight and is kept out for the check at weight 1."""
+    import harness.plugin.budget as pb
+
+    for weight, granted in ((2.0, True), (1.0, False)):
+        hooks = object.__new__(pb.BudgetHooks)
+        hooks.book, hooks.weights = CostBook(), {"seq": weight}
+        hooks.allocator = Allocator(40.0 * SAFETY, clock=lambda: 0.0)
+        hooks.allocator.plan([Unit("check", 25.0, 0.9)])
+        assert (hooks.look("seq", 30.0, 30.0, 0.9) is None) == granted
+
+
 def test_the_book_is_rescaled_to_the_runs_pace():
     """Tests the book says take 10 s each take 30 s here: after 20 estimated seconds, every estimate triples; a
     slow set-up (a teardown or setup report) does not move the pace."""

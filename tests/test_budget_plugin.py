@@ -173,19 +173,27 @@ def _order(result: pytest.RunResult) -> list[str]:
 
 
 def test_a_comparative_claim_s_decision_is_worth_the_configured_weight(project: pytest.Pytester):
-    """SEQ (decided by an interval) and DEAR (a point check), as likely decided, DEAR cheaper, room for one; DEAR
-    asks first. At the default weight (2) the comparative claim's decision is worth more per second: DEAR is kept
-    out for it. With `harness.budget.comparative_weight: 1` the cheaper point check is worth more and runs."""
-    costs = {"test_claims.py::test_dear[DEAR]": 25.0, "test_claims.py::test_seq[SEQ]": 30.0}
+    """SEQ (decided by an interval), DEAR and LATER (point checks), all as likely decided, the checks cheaper, room
+    for one of the three. DEAR asks before SEQ (pytest's order within a module), LATER after it (another module).
+    At the default weight (2) the comparative claim's decision is worth more per second: DEAR is kept out for it,
+    and SEQ goes ahead of LATER. With `harness.budget.comparative_weight: 1` each check is worth more per second
+    than SEQ: DEAR runs, and SEQ is kept out for LATER."""
+    project.makepyfile(test_later="import pytest\n\n@pytest.mark.benchmark\n@pytest.mark.spec('CHEAP')\n"
+                                  "def test_later(rag_check):\n    rag_check('CHEAP', 1.0)\n")
+    # under 20 estimated seconds run, so the run's own pace never rescales the book (the tests take no time)
+    costs = {"test_claims.py::test_dear[DEAR]": 12.5, "test_claims.py::test_seq[SEQ]": 15.0,
+             "test_later.py::test_later[CHEAP]": 13.0}
+    args = ("--budget", "20s", "-k", "dear or seq or later")
     _costs(project, costs, dict.fromkeys(costs, True))
-    args = ("--budget", "40s", "-k", "dear or seq")
     _, rows, data = _run(project, *args)
-    assert rows["DEAR"]["verdict"] == "budget" and rows["SEQ"]["verdict"] == "inconclusive"
-    assert data["budget"]["refused"]["test_claims.py::test_dear[DEAR]"].endswith("kept for claims worth more")
+    assert rows["SEQ"]["verdict"] == "inconclusive" and list(data["budget"]["refused"]) == [
+        "test_claims.py::test_dear[DEAR]"]  # LATER asks once SEQ has run (in no time): there is room again
+    assert data["budget"]["comparative_weight"] == 2.0
     (project.path / "rag.yaml").write_text("harness:\n  budget:\n    comparative_weight: 1\n")
     _costs(project, costs, dict.fromkeys(costs, True))  # the run kept what it measured: the same book again
-    _, rows, _ = _run(project, *args, "-o", "harness_config=rag.yaml")
-    assert rows["DEAR"]["verdict"] == "pass"
+    _, rows, data = _run(project, *args, "-o", "harness_config=rag.yaml")
+    assert rows["DEAR"]["verdict"] == "pass" and rows["SEQ"]["verdict"] == "budget"  # LATER was worth more
+    assert data["budget"]["comparative_weight"] == 1.0
 
 
 def test_a_bad_budget_stops_the_run_in_one_line(project: pytest.Pytester):

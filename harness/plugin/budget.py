@@ -108,6 +108,7 @@ class BudgetHooks:
         self.config = config
         h = harness_config_of(config).harness
         self.path = costs_path(h.cache_dir, h.llm.model)
+        self.comparative_weight = h.budget.comparative_weight
         self.own, self.prior = CostBook.load(self.path), prior_book()
         self._read_prior_at(self.own.pace_vs_prior or 1.0)
         self.allocator = Allocator(limit_s, fixture_s=dict(self.book.fixtures))
@@ -134,8 +135,8 @@ class BudgetHooks:
         if self.allocator.limit_s is None:
             return
         self.fixtures = {i.nodeid: _wider_fixtures(i) for i in items}
-        weight = harness_config_of(self.config).harness.budget.comparative_weight
-        self.weights = {i.nodeid: weight for i in self.items if (spec := bound_spec(i)) and spec.comparative}
+        self.weights = {i.nodeid: self.comparative_weight for i in self.items
+                        if (spec := bound_spec(i)) and spec.comparative}
         self.keys = {key for i in self.items for key, _ in self.fixtures[i.nodeid]}
         self.probe_pace()
         self.allocator.fixture_s = self._fixture_costs()
@@ -205,7 +206,7 @@ class BudgetHooks:
         return Unit(item.nodeid, self.scale * self.book.tests.get(item.nodeid, self.default_s),
                     self.book.p_decide(item.nodeid),
                     frozenset(n for n, _ in self.fixtures.get(item.nodeid, ()) if n not in set_up),
-                    weight=self.weights.get(item.nodeid, 1.0))
+                    weight=self.weight_of(item.nodeid))
 
     def replan(self, set_up: set[str]) -> None:
         """The waiting tests' costs as things stand, the fixtures already set up counted as done."""
@@ -233,8 +234,7 @@ class BudgetHooks:
         self.started.add(item.nodeid)
         self.replan(set_up)
         mine = self.unit_of(item, set_up)
-        why = self.allocator.request(item.nodeid, mine.cost_s, p_decide=mine.p_decide, fixtures=mine.fixtures,
-                                     free_s=FREE_READ_S, weight=mine.weight)
+        why = self.allocator.ask(mine, free_s=FREE_READ_S)
         if why is not None:  # never started: what the last run that measured it says of the queries it needs
             raise NotWithinBudget(why, self.book.needed.get(item.nodeid))
         self._running[item.nodeid] = self.book.tests.get(item.nodeid, self.default_s)
@@ -262,8 +262,11 @@ class BudgetHooks:
     def look(self, nodeid: str, step_s: float, to_end_s: float, p_decide: float | None) -> str | None:
         """A sequential claim's next look: None where granted, else why not."""
         p = p_decide if p_decide is not None and math.isfinite(p_decide) else self.book.p_decide(nodeid)
-        return self.allocator.request(nodeid, step_s, to_end_s=to_end_s, p_decide=p,
-                                      weight=self.weights.get(nodeid, 1.0))
+        return self.allocator.request(nodeid, step_s, to_end_s=to_end_s, p_decide=p, weight=self.weight_of(nodeid))
+
+    def weight_of(self, nodeid: str) -> float:
+        """What a test's decision is worth to the plan: a comparative claim's the setting's, any other 1."""
+        return self.weights.get(nodeid, 1.0)
 
     @pytest.hookimpl(wrapper=True, trylast=True)
     def pytest_sessionfinish(self, session: pytest.Session) -> Generator[None, Any, Any]:

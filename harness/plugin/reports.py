@@ -124,6 +124,7 @@ class ReportHooks:
         budget = budget_of(self.config)
         if budget is not None:  # what --budget allowed, spent and refused (per process under xdist)
             results["budget"] = {**budget.allocator.summary(), "pace": round(budget.scale, 3),
+                                 "comparative_weight": budget.comparative_weight,
                                  "costs_from": str(budget.path),
                                  **({"pace_probe": budget.probe} if budget.probe else {})}
         from harness.plugin.state import REPLAY_KEY
