@@ -2,13 +2,13 @@
 
 A claim (one test) is admitted, and each later look of a sequential claim is granted, only where the plan for
 what is left of the budget takes it: the claims still waiting and this step, picked greedily by weighted decisions
-expected per second of cost (the knapsack's greedy rule; a study that serves several claims is costed once and worth all of
-them). A claim's worth is the probability that it ends decided (futility's predictive probability between looks,
-else what its last run here says) times what its decision is worth: a comparative claim's verdict (supported or
-refuted) the setting `harness.budget.comparative_weight` times a point check's (pass or fail). The allocator decides only
-*whether* a claim takes its next planned look, never at what n: the looks are the claim's own, so its per-side
-error and coverage hold under any allocation (an anytime-valid interval holds at any stopping time). A claim it
-refuses reads "not decided within the budget", with its last interval where it had one.
+expected per second of cost (the knapsack's greedy rule; a study that serves several claims is costed once and
+worth all of them). A claim's worth is the probability that it ends decided (futility's predictive probability
+between looks, else what its last run here says) times what its decision is worth: a comparative claim's verdict
+(supported or refuted) the setting `harness.budget.comparative_weight` times a point check's (pass or fail). The
+allocator decides only *whether* a claim takes its next planned look, never at what n: the looks are the claim's
+own, so its per-side error and coverage hold under any allocation (an anytime-valid interval holds at any stopping
+time). A claim it refuses reads "not decided within the budget", with its last interval where it had one.
 
 Costs come from the run's own timing: each fixture a test needs and has not yet set up, plus the test's own phases,
 as last measured (`CostBook`: `<cache_dir>/budget/costs-<model>.json`, else the packaged prior measured on the reference

@@ -328,7 +328,7 @@ def test_a_later_look_of_a_comparative_claim_is_worth_its_weight():
 
     for weight, granted in ((2.0, True), (1.0, False)):
         hooks = object.__new__(pb.BudgetHooks)
-        hooks.book, hooks.weights = CostBook(), {"seq": weight}
+        hooks.book, hooks.comparative, hooks.comparative_weight = CostBook(), {"seq"}, weight
         hooks.allocator = Allocator(40.0 * SAFETY, clock=lambda: 0.0)
         hooks.allocator.plan([Unit("check", 25.0, 0.9)])
         assert (hooks.look("seq", 30.0, 30.0, 0.9) is None) == granted

@@ -113,7 +113,7 @@ class BudgetHooks:
         self._read_prior_at(self.own.pace_vs_prior or 1.0)
         self.allocator = Allocator(limit_s, fixture_s=dict(self.book.fixtures))
         self.fixtures: dict[str, list[tuple[str, Any]]] = {}  # nodeid -> its `_wider_fixtures`, read at collection
-        self.weights: dict[str, float] = {}  # nodeid -> what its decision is worth: comparative claims' the setting's
+        self.comparative: set[str] = set()  # the tests bound to a comparative claim: worth `comparative_weight`
         self.keys: set[str] = set()  # the wider fixtures' instances the benchmark tests need
         self.done: set[str] = set()  # those the tests admitted so far set up
         self.items: list[pytest.Item] = []  # the benchmark tests, in run order
@@ -135,8 +135,7 @@ class BudgetHooks:
         if self.allocator.limit_s is None:
             return
         self.fixtures = {i.nodeid: _wider_fixtures(i) for i in items}
-        self.weights = {i.nodeid: self.comparative_weight for i in self.items
-                        if (spec := bound_spec(i)) and spec.comparative}
+        self.comparative = {i.nodeid for i in self.items if (spec := bound_spec(i)) and spec.comparative}
         self.keys = {key for i in self.items for key, _ in self.fixtures[i.nodeid]}
         self.probe_pace()
         self.allocator.fixture_s = self._fixture_costs()
@@ -266,7 +265,7 @@ class BudgetHooks:
 
     def weight_of(self, nodeid: str) -> float:
         """What a test's decision is worth to the plan: a comparative claim's the setting's, any other 1."""
-        return self.weights.get(nodeid, 1.0)
+        return self.comparative_weight if nodeid in self.comparative else 1.0
 
     @pytest.hookimpl(wrapper=True, trylast=True)
     def pytest_sessionfinish(self, session: pytest.Session) -> Generator[None, Any, Any]:
