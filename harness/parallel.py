@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextvars
 import threading
+import time
 from concurrent.futures import ThreadPoolExecutor
 from typing import Callable, Generic, Iterable, TypeVar
 
@@ -31,6 +32,15 @@ class LazyMap(Generic[T, R]):
         self.fn, self.items, self.concurrency, self.stage = fn, list(items), concurrency, stage
         self._results: list[R] = []
         self._lock = threading.Lock()
+        self.seconds = 0.0  # wall time of the draws so far
+
+    def seconds_to(self, n: int) -> float | None:
+        """Estimated seconds to draw the first `n` items from here: the seconds per item of the draws so far times
+        the items still to draw; 0 where they are drawn; None where nothing is drawn to estimate from."""
+        todo = max(min(n, len(self.items)) - len(self._results), 0)
+        if not todo:
+            return 0.0
+        return self.seconds / len(self._results) * todo if self._results else None
 
     @property
     def available(self) -> int:
@@ -57,9 +67,11 @@ class LazyMap(Generic[T, R]):
                         out = self.fn(x)
                         bar.advance()
                         return out
+                t0 = time.perf_counter()
                 try:
                     self._results += ordered_map(fn, todo, self.concurrency)
                 finally:
+                    self.seconds += time.perf_counter() - t0
                     if self.stage:
                         bar.close()
             return self._results[:n]

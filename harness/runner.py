@@ -150,128 +150,162 @@ def run_experiments(kb_dir: str | Path, out_dir: str | Path, *, experiments: Seq
     > 1 the experiments of a query run side by side and that many (query, experiment) tasks are in flight;
     lines then land in completion order (resume reads ids, not positions). `limit` runs the first `limit`
     queries taking each query type in turn (`first_of_each_type`)."""
-    log = file_logger(log_dir)
-    t_start = time.perf_counter()
-    out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
-    unknown = [e for e in experiments if e not in EXPERIMENTS]
-    if unknown:
-        raise RunHalted(f"unknown experiment(s) {unknown}; known: {sorted(EXPERIMENTS)}")
-    inputs = load_experiment_inputs(kb_dir, strict=False)
-    for err in inputs.skipped.errors:
-        log.error("skipping malformed query: %s", err)
-    queries: list[QueryInput] = first_of_each_type(inputs.queries, limit)
-    counts: dict[str, int] = {}
-    for q in queries:
-        counts[q.query_type] = counts.get(q.query_type, 0) + 1
-    log.info("Loaded %d queries %s from %s", len(queries), counts, kb_dir)
-    services, stats = build_services(inputs, llm=llm, model=model, dry_run=dry_run,
-                                     db_uri=db_uri or out / ".lancedb", overwrite=overwrite,
-                                     embedder=embedder, reranker=reranker, log=log, config=config)
-    summary = RunSummary(index_seconds=stats.seconds, chunks=stats.rows)
-    # the model the rows record: the dry-run model where build_services answered with it, else the one given
-    model = DRY_RUN_MODEL if getattr(services.llm, "label", None) == DRY_RUN_MODEL else model
-    techniques, files, done_by, todo = {}, {}, {}, []
-    for name in experiments:
-        techniques[name] = build_technique(TECHNIQUE_OF.get(name, name), services)
-        path = out / EXPERIMENTS[name].output
-        if overwrite and path.exists():
-            path.unlink()
-        done = done_by[name] = completed_ids(path)
-        summary.skipped_done[name] = sum(q.query_id in done for q in queries)
-        summary.written[name], summary.failed[name], summary.empty[name] = 0, [], []
-        files[name] = path.open("a", encoding="utf-8")
-        for q in queries:
-            if q.query_id in done:
-                log.debug("%s: skip %s (already done)", name, q.query_id)
-    # the API's rate window is resumable state too: read (after the results, so a resume waiting on a killed run
-    # reads what it sent last) and kept beside them, the requests the killed run sent still count
-    carry = getattr(services.llm, "carry_rate_windows", None)
-    if carry is not None:
-        carried = carry(out)
-        if carried:
-            log.info("rate window: %d request(s)/token slot(s) of an earlier run still count", carried)
-    # query-major: the pipelines of one query run side by side, a bounded window of queries in flight
-    for i, q in enumerate(queries, 1):
+    run = ExperimentRun(kb_dir, out_dir, experiments=experiments, dry_run=dry_run, overwrite=overwrite, llm=llm,
+                        model=model, log_dir=log_dir, db_uri=db_uri, embedder=embedder, reranker=reranker,
+                        config=config, concurrency=concurrency)
+    queries = first_of_each_type(run.queries, limit)
+    run.log_selection(queries)
+    return run.run(queries)
+
+
+class ExperimentRun:
+    """The experiments over a KB, set up once (inputs, services, index, output files) and run over any queries of
+    it, in as many calls as wanted (`run`): a study drawn in looks (harness.e2e4_study) runs each look's new
+    queries, and the summary adds up. A query already in a results file (a resumed run) is skipped."""
+
+    def __init__(self, kb_dir: str | Path, out_dir: str | Path, *, experiments: Sequence[str] = ("e2", "e3", "e4"),
+                 dry_run: bool = False, overwrite: bool = False, llm: LLMClient | None = None, model: str = "",
+                 log_dir: str | Path = "logs", db_uri: str | Path | None = None, embedder=None, reranker=None,
+                 config: HarnessConfig | None = None, concurrency: int = 1):
+        self.log = log = file_logger(log_dir)
+        self.t_start = time.perf_counter()
+        self.out = out = Path(out_dir)
+        out.mkdir(parents=True, exist_ok=True)
+        unknown = [e for e in experiments if e not in EXPERIMENTS]
+        if unknown:
+            raise RunHalted(f"unknown experiment(s) {unknown}; known: {sorted(EXPERIMENTS)}")
+        self.experiments, self.concurrency, self.dry_run = list(experiments), concurrency, dry_run
+        inputs = load_experiment_inputs(kb_dir, strict=False)
+        for err in inputs.skipped.errors:
+            log.error("skipping malformed query: %s", err)
+        self.kb_dir, self.queries = kb_dir, list(inputs.queries)
+        services, stats = build_services(inputs, llm=llm, model=model, dry_run=dry_run,
+                                         db_uri=db_uri or out / ".lancedb", overwrite=overwrite,
+                                         embedder=embedder, reranker=reranker, log=log, config=config)
+        self.services = services
+        self.summary = RunSummary(index_seconds=stats.seconds, chunks=stats.rows)
+        # the model the rows record: the dry-run model where build_services answered with it, else the one given
+        self.model = DRY_RUN_MODEL if getattr(services.llm, "label", None) == DRY_RUN_MODEL else model
+        self.techniques: dict[str, Any] = {}
+        self.paths: dict[str, Path] = {}
+        self.done_by: dict[str, set[str]] = {}
         for name in experiments:
-            if q.query_id not in done_by[name]:
-                todo.append((i, q, name))
-    lock = threading.Lock()
-    halted: list[RunHalted] = []
-    budget: list[BudgetExhausted] = []
-    bar = progress(f"{'+'.join(experiments)} study", len(todo))
+            self.techniques[name] = build_technique(TECHNIQUE_OF.get(name, name), services)
+            path = self.paths[name] = out / EXPERIMENTS[name].output
+            if overwrite and path.exists():
+                path.unlink()
+            self.done_by[name] = completed_ids(path)
+            self.summary.written[name], self.summary.failed[name], self.summary.empty[name] = 0, [], []
+            self.summary.skipped_done[name] = 0
+        # the API's rate window is resumable state too: read (after the results, so a resume waiting on a killed run
+        # reads what it sent last) and kept beside them, the requests the killed run sent still count
+        carry = getattr(services.llm, "carry_rate_windows", None)
+        if carry is not None:
+            carried = carry(out)
+            if carried:
+                log.info("rate window: %d request(s)/token slot(s) of an earlier run still count", carried)
 
-    def one(task: tuple[int, QueryInput, str]) -> None:
-        i, q, name = task
-        if halted or budget:
-            with lock:
-                summary.not_started += 1
-            return
-        log.info("Processing %s query %d/%d (%s)", name.upper(), i, len(queries), q.query_id)
-        t0 = time.perf_counter()
-        try:
-            o = techniques[name].run(Query(q.query_id, q.query))
-        except BudgetExhausted as err:  # the cost cap: this result and every later one are left for a resume
-            log.warning("%s %s: not run, %s", name, q.query_id, err)
-            with lock:
-                budget.append(err)
-                summary.not_started += 1
-            return
-        except FatalModelError as err:  # the model cannot be called at all: every later call would fail alike
-            with lock:
-                first = not halted
-                halted.append(RunHalted(f"the model cannot be called: {err}"))
-            if first:  # the tasks already in flight fail alike: the cause is logged once
-                log.critical("%s %s: %s", name, q.query_id, err)
-            return
-        except LLMError as err:
-            if _critical(err):
-                log.critical("%s %s: %s", name, q.query_id, err)
-                halted.append(RunHalted(f"critical LLM failure (check the API key): {err}"))
+    def log_selection(self, queries: Sequence[QueryInput]) -> None:
+        counts: dict[str, int] = {}
+        for q in queries:
+            counts[q.query_type] = counts.get(q.query_type, 0) + 1
+        self.log.info("Loaded %d queries %s from %s", len(queries), counts, self.kb_dir)
+
+    def run(self, queries: Sequence[QueryInput], *, stage: str = "") -> RunSummary:
+        """Run every experiment over `queries` (those a results file already has skipped), query-major: the
+        pipelines of one query side by side, a bounded window of queries in flight. Returns the summary of every
+        call so far; a critical failure raises `RunHalted` after the results already written are kept. `stage`
+        adds to the progress line's name."""
+        log, summary, experiments, done_by = self.log, self.summary, self.experiments, self.done_by
+        todo: list[tuple[int, QueryInput, str]] = []
+        for name in experiments:
+            summary.skipped_done[name] += sum(q.query_id in done_by[name] for q in queries)
+            for q in queries:
+                if q.query_id in done_by[name]:
+                    log.debug("%s: skip %s (already done)", name, q.query_id)
+        for i, q in enumerate(queries, 1):
+            for name in experiments:
+                if q.query_id not in done_by[name]:
+                    todo.append((i, q, name))
+        files = {name: self.paths[name].open("a", encoding="utf-8") for name in experiments}
+        lock = threading.Lock()
+        halted: list[RunHalted] = []
+        budget: list[BudgetExhausted] = []
+        bar = progress(f"{'+'.join(experiments)} study{stage}", len(todo))
+        model, dry_run, techniques = self.model, self.dry_run, self.techniques
+
+        def one(task: tuple[int, QueryInput, str]) -> None:
+            i, q, name = task
+            if halted or budget:
+                with lock:
+                    summary.not_started += 1
                 return
-            log.error("%s %s: permanent failure after retries: %s", name, q.query_id, err, exc_info=True)
-            with lock:
-                summary.failed[name].append(q.query_id)
+            log.info("Processing %s query %d/%d (%s)", name.upper(), i, len(queries), q.query_id)
+            t0 = time.perf_counter()
+            try:
+                o = techniques[name].run(Query(q.query_id, q.query))
+            except BudgetExhausted as err:  # the cost cap: this result and every later one are left for a resume
+                log.warning("%s %s: not run, %s", name, q.query_id, err)
+                with lock:
+                    budget.append(err)
+                    summary.not_started += 1
+                return
+            except FatalModelError as err:  # the model cannot be called at all: every later call would fail alike
+                with lock:
+                    first = not halted
+                    halted.append(RunHalted(f"the model cannot be called: {err}"))
+                if first:  # the tasks already in flight fail alike: the cause is logged once
+                    log.critical("%s %s: %s", name, q.query_id, err)
+                return
+            except LLMError as err:
+                if _critical(err):
+                    log.critical("%s %s: %s", name, q.query_id, err)
+                    halted.append(RunHalted(f"critical LLM failure (check the API key): {err}"))
+                    return
+                log.error("%s %s: permanent failure after retries: %s", name, q.query_id, err, exc_info=True)
+                with lock:
+                    summary.failed[name].append(q.query_id)
+                bar.advance()
+                return
+            if not (o.answer or "").strip():
+                log.error("%s %s: empty answer from the model; not recorded", name, q.query_id)
+                with lock:
+                    summary.failed[name].append(q.query_id)
+                    summary.empty[name].append(q.query_id)
+                bar.advance()
+                return
+            row = {"query_id": q.query_id, "experiment": name, "query": q.query,
+                   "retrieved_chunks": [chunk_record(h) for h in o.hits], "llm_answer": o.answer,
+                   "reasoning_steps": o.detail["reasoning"], "ground_truth": q.ground_truth,
+                   "context_reference": q.context_reference, "metadata": {**q.metadata, "query_type": q.query_type},
+                   "retrieval_time_ms": round(o.detail["retrieval_ms"], 3),
+                   "llm_time_ms": round(o.detail["llm_ms"], 3),
+                   "total_time_ms": round((time.perf_counter() - t0) * 1000, 3),
+                   "model": model, "dry_run": dry_run, "structured_output": o.detail["structured"]}
+            if o.detail["rerank_ms"] is not None:
+                row["rerank_time_ms"] = round(o.detail["rerank_ms"], 3)
+            with lock:  # one whole fsync'ed line per result, never interleaved
+                append_result(files[name], row)
+                summary.written[name] += 1
+                done_by[name].add(q.query_id)
             bar.advance()
-            return
-        if not (o.answer or "").strip():
-            log.error("%s %s: empty answer from the model; not recorded", name, q.query_id)
-            with lock:
-                summary.failed[name].append(q.query_id)
-                summary.empty[name].append(q.query_id)
-            bar.advance()
-            return
-        row = {"query_id": q.query_id, "experiment": name, "query": q.query,
-               "retrieved_chunks": [chunk_record(h) for h in o.hits], "llm_answer": o.answer,
-               "reasoning_steps": o.detail["reasoning"], "ground_truth": q.ground_truth,
-               "context_reference": q.context_reference, "metadata": {**q.metadata, "query_type": q.query_type},
-               "retrieval_time_ms": round(o.detail["retrieval_ms"], 3),
-               "llm_time_ms": round(o.detail["llm_ms"], 3),
-               "total_time_ms": round((time.perf_counter() - t0) * 1000, 3),
-               "model": model, "dry_run": dry_run, "structured_output": o.detail["structured"]}
-        if o.detail["rerank_ms"] is not None:
-            row["rerank_time_ms"] = round(o.detail["rerank_ms"], 3)
-        with lock:  # one whole fsync'ed line per result, never interleaved
-            append_result(files[name], row)
-            summary.written[name] += 1
-        bar.advance()
-        log.debug("%s %s: chunks=%s", name, q.query_id, [h.id for h in o.hits])
+            log.debug("%s %s: chunks=%s", name, q.query_id, [h.id for h in o.hits])
 
-    try:
-        ordered_map(one, todo, concurrency)
-    finally:
-        bar.close()
-        for fh in files.values():
-            fh.close()
-    if halted:
-        raise halted[0]
-    if budget:
-        summary.budget_stopped = True
-        log.warning("stopped by the cost cap: %d result(s) not run; %s", summary.not_started, budget[0])
-    summary.seconds = time.perf_counter() - t_start
-    log.info("Done: written=%s failed=%s in %.1fs", summary.written,
-             {k: len(v) for k, v in summary.failed.items()}, summary.seconds)
-    return summary
+        try:
+            ordered_map(one, todo, self.concurrency)
+        finally:
+            bar.close()
+            for fh in files.values():
+                fh.close()
+        if halted:
+            raise halted[0]
+        if budget:
+            summary.budget_stopped = True
+            log.warning("stopped by the cost cap: %d result(s) not run; %s", summary.not_started, budget[0])
+        summary.seconds = time.perf_counter() - self.t_start
+        log.info("Done: written=%s failed=%s in %.1fs", summary.written,
+                 {k: len(v) for k, v in summary.failed.items()}, summary.seconds)
+        return summary
 
 
 def validate_results(path: str | Path, experiment: str) -> list[str]:

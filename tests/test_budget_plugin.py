@@ -460,3 +460,78 @@ def test_a_set_the_budget_never_started_reads_budget_with_the_queries_it_needs(p
                                                              "measured it: 80% power, estimated from 30 queries, in "
                                                              "an earlier run")
     result.stdout.fnmatch_lines(["*└ b * budget *91 (not started within the budget; *(not decided within the budget: *"])
+
+
+SHARED = """
+import numpy as np
+import pytest
+from harness.stats import paired_effect
+
+pytestmark = pytest.mark.benchmark
+
+
+@pytest.mark.spec("SEQ")
+def test_seq(rag_check_sequential):
+    d = np.array([0.3, -0.03] * 15)
+    base = np.full(len(d), 0.05)
+
+    def measure_at(n, confidence):  # queries another claim drew already: reading them takes no time
+        print("DRAWN", n)
+        return paired_effect(base[:n] + d[:n], base[:n], confidence=confidence), {}
+
+    def cost_to(n):  # the study's own estimate: 10 s a query it has not drawn, 10 drawn
+        return 10.0 * max(n - 10, 0)
+
+    rag_check_sequential("SEQ", measure_at, len(d), available=len(d), cost_to=cost_to)
+"""
+
+
+def test_a_look_at_a_shared_study_is_costed_by_the_study_s_estimate(project: pytest.Pytester):
+    """Look 1 reads 10 queries drawn for free; look 2 would draw 10 more at 10 s each, and 30 s are all there is.
+    Costed by its own (instant) reading time, the look would be granted."""
+    _costs(project, {"test_shared.py::test_seq[SEQ]": 0.1})
+    project.makepyfile(test_shared=SHARED)
+    result = project.runpytest_subprocess("--report-dir", "out", "-s", "--spec-coverage=off", "--budget", "30s")
+    out = result.stdout.str()
+    assert "DRAWN 10" in out and "DRAWN 20" not in out
+    row = {r["id"]: r for r in json.loads((project.path / "out" / "results.json").read_text())["specs"]}["SEQ"]
+    assert row["verdict"] == "budget" and row["sequential"]["stopped_at_look"] == 1
+
+
+REST = """
+import pytest
+from harness.plugin.budget import ask_for_rest
+
+pytestmark = pytest.mark.benchmark
+
+
+@pytest.fixture(scope="module")
+def whole(request):
+    # the study's own pace says its rest takes {need} s; the book has this set-up at 1 s
+    ask_for_rest(request.config, "whole", "whole", {need}, "drew 10 of 30")
+    print("DRAWN THE REST")
+    return 1.0
+
+
+@pytest.mark.spec("CHEAP")
+def test_reads_all(whole, rag_check):
+    rag_check("CHEAP", whole)
+"""
+
+
+@pytest.mark.parametrize("need, verdict", [(100.0, "budget"), (5.0, "pass"), (None, "pass")])
+def test_the_rest_of_a_study_is_asked_of_the_budget_where_it_costs_more_than_admitted(
+        project: pytest.Pytester, need, verdict):
+    """Admitted at the book's 1 s, the rest at 100 s does not fit a 30 s budget: refused before it is drawn. At 5 s
+    it fits; with nothing drawn to estimate from (None) the admission stands."""
+    path = project.path / ".cache" / "rag-harness" / "budget" / "costs-local-smollm2-135m-instruct.json"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps({"source": "test", "fixtures": {"whole": 1.0}, "fixture_calls": {"whole": 1},
+                                "tests": {"test_rest.py::test_reads_all[CHEAP]": 0.1}}))
+    project.makepyfile(test_rest=REST.format(need=need))
+    result = project.runpytest_subprocess("--report-dir", "out", "-s", "--spec-coverage=off", "--budget", "30s")
+    rows = {r["id"]: r for r in json.loads((project.path / "out" / "results.json").read_text())["specs"]}
+    assert rows["CHEAP"]["verdict"] == verdict
+    assert ("DRAWN THE REST" in result.stdout.str()) == (verdict == "pass")
+    if verdict == "budget":
+        assert "(drew 10 of 30)" in result.stdout.str() + json.dumps(rows["CHEAP"])

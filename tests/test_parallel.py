@@ -49,3 +49,14 @@ def test_lazy_map_raises_a_tasks_error_and_keeps_what_it_had():
     with pytest.raises(RuntimeError, match="model call failed"):
         lazy.upto(20)
     assert lazy.drawn == 10
+
+
+def test_lazy_map_estimates_the_rest_at_the_pace_of_what_it_drew():
+    import time
+
+    lazy = LazyMap(lambda x: time.sleep(0.01) or x, range(30), 1)
+    assert lazy.seconds_to(10) is None  # nothing drawn: nothing to estimate from
+    lazy.upto(10)
+    assert lazy.seconds >= 0.1
+    assert lazy.seconds_to(25) == pytest.approx(lazy.seconds / 10 * 15)
+    assert lazy.seconds_to(10) == 0.0 and lazy.seconds_to(99) == pytest.approx(lazy.seconds / 10 * 20)

@@ -46,6 +46,24 @@ def budget_of(config: pytest.Config) -> "BudgetHooks | None":
     return hooks if hooks is not None and hooks.allocator.limit_s is not None else None
 
 
+def ask_for_rest(config: pytest.Config, fixture: str, key: str, need_s: float | None, what: str) -> None:
+    """Before a study drawn in looks draws its rest for the claims about its whole selection (the set-up of the
+    wider fixture `fixture`): the budget admitted those claims with that set-up's seconds as last measured; where the
+    study's own pace says the rest costs more (`need_s`: fewer queries drawn before it than last time), the
+    difference is asked of the budget under `key`, and refused raises `NotWithinBudget` (`what` says how far the
+    study got): the claims read "not decided within the budget". None (nothing drawn yet) asks nothing."""
+    from harness.budget import SAFETY, NotWithinBudget
+
+    budget = budget_of(config)
+    if budget is None or not need_s:
+        return
+    admitted = budget.allocator.fixture_s.get(fixture, 0.0)
+    if need_s > admitted * SAFETY:
+        why = budget.look(key, need_s - admitted, need_s - admitted, None)
+        if why is not None:
+            raise NotWithinBudget(f"{why} ({what})")
+
+
 def _prior_json() -> dict[str, Any]:
     return json.loads(resources.files("harness").joinpath("budget_prior.json").read_text())
 

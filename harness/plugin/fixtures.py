@@ -179,6 +179,9 @@ def rag_check_sequential(request: pytest.FixtureRequest, rag_check: Callable[...
     cannot be sequential (its p would be read unadjusted at every look): a TypeError. `min_n` holds inside the
     looks (a look below it cannot stop the claim as supported) and the error gate decides at an interim look only
     when the failure rate's Clopper-Pearson lower bound exceeds 10% (`harness.stats._verdict.decide`).
+    `cost_to(n)`, where given, estimates the seconds still to spend to measure n queries: for queries drawn from a
+    study other claims read too (`harness.e2e4_study`), whose queries one claim may find drawn by another, the
+    budget asks it, not this claim's own seconds per query, before each later look (None: no estimate yet).
     Under --estimate-cost every query is drawn (the spend's upper bound). An undecided claim stops early, as
     "futile at look k", where its last look could hardly decide it (`harness.sequential.futility`, non-binding: the
     verdict stays inconclusive, with the look's interval and the queries a new study needs).
@@ -192,7 +195,8 @@ def rag_check_sequential(request: pytest.FixtureRequest, rag_check: Callable[...
     settings = h.sequential
 
     def _run(spec_id: str, measure_at: Callable[[int, float], tuple[Any, dict]], n_max: int, *,
-             final: Callable[[int], dict] | None = None, **context: Any) -> Any:
+             final: Callable[[int], dict] | None = None, cost_to: Callable[[int], float | None] | None = None,
+             **context: Any) -> Any:
         s = _spec_or_fail(cat, spec_id)
         if not s.comparative:
             raise TypeError(f"{s.id} is decided by its {s.decision.describe()}: only ci/test claims are sequential")
@@ -219,6 +223,9 @@ def rag_check_sequential(request: pytest.FixtureRequest, rag_check: Callable[...
 
         def may_continue(k: int, n: int, p: float | None) -> str | None:
             assert budget is not None
+            shared = (cost_to(n), cost_to(design.looks[-1])) if cost_to is not None else (None, None)
+            if shared[0] is not None and shared[1] is not None:  # a study other claims read too: its own estimate
+                return budget.look(request.node.nodeid, shared[0], shared[1], p)
             per_query = drawn["s"] / max(drawn["n"], 1)
             return budget.look(request.node.nodeid, per_query * (n - drawn["n"]),
                                per_query * (design.looks[-1] - drawn["n"]), p)

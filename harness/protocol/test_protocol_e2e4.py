@@ -1,25 +1,29 @@
 """E2/E3/E4 study on the configured LLM (default: the embedded local model) over the knowledge base of
 `harness.datasets.kb` (default the synthetic retail KB) and its queries (--max-queries of them, each query type in
-turn; 0 = all: 150 in the retail KB, the SRS's scale): completion, timings
-per stage, per-type accuracy, abstention, significance."""
+turn; 0 = all: 150 in the retail KB, the SRS's scale), drawn in looks (`harness.e2e4_study`): the comparative claims
+decide sequentially on the first queries and stop the study there; the claims about the whole selection (completion,
+timings per stage, success rate, wall time, the judged hallucination rates) draw the rest."""
 from __future__ import annotations
 
 import statistics
 import time
 from pathlib import Path
+from typing import Any, Callable
 
 import numpy as np
 import pytest
 
 from harness.replay import replayed_context
 from harness.data import load_experiment_inputs
+from harness.e2e4_study import DrawnStudy, draw_order
+from harness.plugin.budget import ask_for_rest
 from harness.provenance import content_hash_of
 from harness.retrieval.rerank import make_reranker
-from harness.runner import run_experiments
+from harness.runner import ExperimentRun, run_experiments
 from harness.stats._effect import paired_effect, proportion_effect
 from harness.stats.sampling import ordered
-from harness.techniques.e2e4.evaluation import (abstains, all_queries_figure, compare, context_recall, handles_out_of_kb,
-                                         load_rows, summarize)
+from harness.techniques.e2e4.evaluation import (abstains, all_queries_figure, compare, context_recall,
+                                                handles_out_of_kb, summarize)
 from harness.metrics._text import answer_match
 from harness.metrics.reasoning import has_reasoning, specific_reasoning
 
@@ -28,36 +32,117 @@ FILES = {"e2": "e2_standard_rag.jsonl", "e3": "e3_filtered_rag.jsonl", "e4": "e4
 
 
 @pytest.fixture(scope="module")
-def study(rag_uncached_llm, rag_embedder, rag_config, rag_kb, rag_replay, tmp_path_factory):
-    """All three experiments over --max-queries of the KB's queries (0 = all 150); uncached (LLM and embedding
-    vectors), since stage timings and total wall time are specs: a cached run would time cache lookups. A later
-    run on the same code, configuration and model replays the study as measured (`rag_replay`)."""
+def e2e4_draws(rag_uncached_llm, rag_embedder, rag_config, rag_kb, rag_replay, tmp_path_factory):
+    """The three experiments over --max-queries of the KB's queries (0 = all 150) in draw order (each query type in
+    turn), drawn on demand in batches of a look (`harness.sequential.look_every`): nothing runs until a claim reads
+    its queries. Uncached (LLM and embedding vectors), since stage timings and total wall time are specs: a cached
+    run would time cache lookups. A later run on the same code, configuration and model replays each batch as
+    measured (`rag_replay`)."""
     llm = rag_uncached_llm
-    total = len(load_experiment_inputs(rag_kb).queries)
+    queries = load_experiment_inputs(rag_kb).queries
     out = rag_config.harness.report_dir / "e2e4"
     rag_embedder = rag_embedder.uncached()
     reranker = make_reranker(rag_config.harness.reranker, rag_embedder)
 
-    def run() -> dict:
-        t0 = time.perf_counter()
-        summary = run_experiments(rag_kb, out, llm=llm, model=llm.label, log_dir=out / "logs", embedder=rag_embedder,
-                                  reranker=reranker, db_uri=tmp_path_factory.mktemp("e2e4-db"), overwrite=True,
-                                  limit=rag_config.harness.max_queries or None, concurrency=llm.concurrency)
-        return {"summary": summary, "wall": time.perf_counter() - t0,
-                "rows": {e: load_rows(out / f) for e, f in FILES.items()}}
+    def start() -> ExperimentRun:
+        return ExperimentRun(rag_kb, out, llm=llm, model=llm.label, log_dir=out / "logs", embedder=rag_embedder,
+                             reranker=reranker, db_uri=tmp_path_factory.mktemp("e2e4-db"), overwrite=True,
+                             concurrency=llm.concurrency)
 
-    drawn, replayed_from = rag_replay("e2e4-study", run, model=llm.label, kb=content_hash_of(rag_kb),
-                                      reranker=reranker.name, embedder=getattr(rag_embedder, "name", ""))
-    selected = min(total, rag_config.harness.max_queries or total)
-    return {**drawn, "selected": selected, "total": total, "kb": rag_kb.name.split("-seed")[0],
-            "model": llm.label, "reranker": reranker.name, "embedder_cache": "off", "concurrency": llm.concurrency,
-            "replayed_from": replayed_from}
+    selection = draw_order(queries)[:rag_config.harness.max_queries or None]
+    draws = DrawnStudy(start, selection, look_every=rag_config.harness.sequential.look_every, replay=rag_replay,
+                       replay_parts={"model": llm.label, "kb": content_hash_of(rag_kb), "reranker": reranker.name,
+                                     "embedder": getattr(rag_embedder, "name", "")})
+    return {"draws": draws, "selected": len(selection), "total": len(queries), "kb": rag_kb.name.split("-seed")[0],
+            "model": llm.label, "reranker": reranker.name, "embedder_cache": "off", "concurrency": llm.concurrency}
+
+
+@pytest.fixture(scope="module")
+def study(e2e4_draws, request):
+    """Every selected query drawn, for the claims about the whole selection: the study's rest, batch by batch. The
+    budget (--budget) admitted its users with this set-up's seconds as last measured; where the study's own pace
+    says the rest costs more than that (fewer queries drawn before it than last time), the difference is asked of
+    the budget first, and refused the claims read "not decided within the budget"."""
+    draws = e2e4_draws["draws"]
+    ask_for_rest(request.config, "study", f"{request.node.nodeid}::study", draws.seconds_to(draws.selected),
+                 f"the study has drawn {draws.drawn} of its {draws.selected} queries; these claims read all of them")
+    rows = draws.upto(draws.selected)
+    return {**e2e4_draws, "rows": rows, "summary": draws.summary(), "wall": draws.wall,
+            "replayed_from": draws.replayed_from}
 
 
 def _ctx(study, **kw):
     replayed = replayed_context(study["replayed_from"])
     return {"model": study["model"], "dataset": study["kb"], "queries": f"{study['selected']} of {study['total']}",
             "queries_used": study["selected"], "queries_available": study["total"], **replayed, **kw}
+
+
+def _check_in_looks(study, rag_check_sequential, spec_id: str,
+                    measure: Callable[[dict, float], tuple[Any, dict]], **context: Any) -> None:
+    """`spec_id` decided in looks over the first n queries of the study (`e2e4_draws`; `measure(rows, confidence)`:
+    its effect, with its interval at that confidence, and context on the rows of those queries), each look drawing
+    only the queries no claim has drawn yet."""
+    draws = study["draws"]
+
+    def measure_at(n: int, confidence: float):
+        return measure(draws.upto(n), confidence)
+
+    def final(n: int) -> dict:
+        return {**replayed_context(draws.replayed_from), "queries": f"{n} of {study['selected']} drawn "
+                                                                     f"({study['total']} in the KB)"}
+
+    rag_check_sequential(spec_id, measure_at, study["selected"], final=final, cost_to=draws.seconds_to,
+                         model=study["model"], dataset=study["kb"], queries_available=study["total"], **context)
+
+
+@pytest.mark.spec("E2E4-FR6-2")
+def test_reasoning_specific(e2e4_draws, rag_check_sequential):
+    def measure(rows, confidence):  # context beyond the question's own words
+        specific = [specific_reasoning(r) for r in rows["e4"]]
+        return proportion_effect(specific, confidence=confidence), {"available": len(specific)}
+
+    _check_in_looks(e2e4_draws, rag_check_sequential, "E2E4-FR6-2", measure,
+                    detector="harness.metrics.reasoning.specific_reasoning")
+
+
+@pytest.mark.spec("E2E4-FR6-3")
+def test_e4_abstains_on_negatives(e2e4_draws, rag_check_sequential):
+    def measure(rows, confidence):
+        negatives = [abstains(r["llm_answer"]) for r in rows["e4"] if r["metadata"].get("query_type") == "negative"]
+        s = summarize(rows["e4"])
+        e4_vs_e3 = compare(rows["e4"], rows["e3"])
+        return proportion_effect(negatives, confidence=confidence), {
+            "negatives": len(negatives), "accuracy_by_type": {k: v["accuracy"] for k, v in s.items()},
+            "e4_vs_e3_accuracy_delta": e4_vs_e3["accuracy_delta"], "e4_vs_e3_mcnemar_p": e4_vs_e3["mcnemar_p"]}
+
+    _check_in_looks(e2e4_draws, rag_check_sequential, "E2E4-FR6-3", measure)
+
+
+@pytest.mark.spec("E2E4-FR5-3")
+def test_reranked_context_more_relevant(e2e4_draws, rag_check_sequential):
+    def measure(rows, confidence):
+        recall = {e: float(np.nanmean([context_recall(r) for r in rs])) if rs else float("nan")
+                  for e, rs in rows.items()}
+        c = compare(rows["e3"], rows["e2"], confidence=confidence)
+        return c["context_recall_effect"], {"available": c["n"], "context_recall": recall}
+
+    _check_in_looks(e2e4_draws, rag_check_sequential, "E2E4-FR5-3", measure)
+
+
+@pytest.mark.spec("E2E4-HALLU-NEG")
+def test_e4_answers_fewer_negatives(e2e4_draws, rag_check_sequential):
+    def measure(rows, confidence):
+        neg = {e: {r["query_id"]: r for r in rows[e] if r["metadata"].get("query_type") == "negative"}
+               for e in ("e2", "e4")}
+        ids = [q for q in neg["e4"] if q in neg["e2"]]
+        answered = {e: [not abstains(neg[e][q]["llm_answer"]) for q in ids] for e in neg}
+        effect = paired_effect([float(x) for x in answered["e4"]], [float(x) for x in answered["e2"]], binary=True,
+                               confidence=confidence)
+        return effect, {"available": len(ids),
+                        "answered": {e: float(np.mean(v)) if v else None for e, v in answered.items()}}
+
+    _check_in_looks(e2e4_draws, rag_check_sequential, "E2E4-HALLU-NEG", measure,
+                    detector="harness.metrics.qa.is_abstention")
 
 
 @pytest.mark.spec("E2E4-FR4-1", "E2E4-FR5-2")
@@ -94,38 +179,12 @@ def test_rerank_time(study, rag_check, rag_measure):
             vals = [r[stage] for r in rows if stage in r]
             if vals:
                 rag_measure(f"{e}_{stage}_median", statistics.median(vals), **_ctx(study))
-    rag_check("E2E4-FR5-1", statistics.median(ms), **_ctx(study, n=len(ms), reranker=study["reranker"],
-                                                                 embedder_cache=study["embedder_cache"]))
-
-
-@pytest.mark.spec("E2E4-FR5-3")
-def test_reranked_context_more_relevant(study, rag_check, rag_measure):
-    c = compare(study["rows"]["e3"], study["rows"]["e2"])
-    for e, rows in study["rows"].items():
-        for qtype, figs in summarize(rows).items():
+        for qtype, figs in summarize(rows).items():  # each experiment's figures by query type, over the selection
             for name, v in figs.items():
                 if name != "n" and not np.isnan(v):
                     rag_measure(f"{name}:{qtype}", v, technique=e, **_ctx(study, n=figs["n"]))
-    recall = {e: float(np.nanmean([context_recall(r) for r in rows])) for e, rows in study["rows"].items()}
-    rag_check("E2E4-FR5-3", c["context_recall_effect"], **_ctx(study, available=c["n"], context_recall=recall))
-
-
-@pytest.mark.spec("E2E4-FR6-2")
-def test_reasoning_specific(study, rag_check):
-    specific = [specific_reasoning(r) for r in study["rows"]["e4"]]  # context beyond the question's own words
-    rag_check("E2E4-FR6-2", proportion_effect(specific), **_ctx(study, available=len(specific),
-                                                            detector="harness.metrics.reasoning"
-                                                                     ".specific_reasoning"))
-
-
-@pytest.mark.spec("E2E4-FR6-3")
-def test_e4_abstains_on_negatives(study, rag_check):
-    s = summarize(study["rows"]["e4"])
-    e4_vs_e3 = compare(study["rows"]["e4"], study["rows"]["e3"])
-    negatives = [abstains(r["llm_answer"]) for r in study["rows"]["e4"] if r["metadata"].get("query_type") == "negative"]
-    rag_check("E2E4-FR6-3", proportion_effect(negatives),
-          **_ctx(study, available=len(negatives), accuracy_by_type={k: v["accuracy"] for k, v in s.items()},
-                 e4_vs_e3_accuracy_delta=e4_vs_e3["accuracy_delta"], e4_vs_e3_mcnemar_p=e4_vs_e3["mcnemar_p"]))
+    rag_check("E2E4-FR5-1", statistics.median(ms), **_ctx(study, n=len(ms), reranker=study["reranker"],
+                                                                 embedder_cache=study["embedder_cache"]))
 
 
 @pytest.fixture(scope="module")
@@ -335,15 +394,3 @@ def test_hallucination_rate_paired(study, judged, rag_spec, rag_check, rag_measu
                                          lexical_difference=lex.estimate if lex.n else None,
                                          lexical_ci=list(lex.ci) if lex.n else None,
                                          per_query=_hallucination_table(study, judged, candidate, baseline, ids)))
-
-
-@pytest.mark.spec("E2E4-HALLU-NEG")
-def test_e4_answers_fewer_negatives(study, rag_check):
-    rows = {e: {r["query_id"]: r for r in study["rows"][e] if r["metadata"].get("query_type") == "negative"}
-            for e in ("e2", "e4")}
-    ids = sorted(set(rows["e2"]) & set(rows["e4"]))
-    answered = {e: [not abstains(rows[e][q]["llm_answer"]) for q in ids] for e in rows}
-    effect = paired_effect([float(x) for x in answered["e4"]], [float(x) for x in answered["e2"]], binary=True)
-    rag_check("E2E4-HALLU-NEG", effect, **_ctx(study, available=len(ids),
-                                           answered={e: float(np.mean(v)) if v else None for e, v in answered.items()},
-                                           detector="harness.metrics.qa.is_abstention"))

@@ -2,7 +2,8 @@
 `harness.datasets.ret`: by default halueval-qa (MCQ = right answer, hallucinated answer and two other questions'
 right answers; open QA = the next questions; answer-relevant = the qrels' gold passage, so gates 2 and 3 need no
 manual labels), or `retail_kb` (the shipped KB: MCQ from direct queries with distractors drawn from the same
-fact's values, open QA from multi-hop queries)."""
+fact's values, open QA from multi-hop queries). The questions are drawn on demand: gates 3 and 4 decide in looks
+(harness.stats.sequential) and stop drawing once decided; gates 1, 2, 5 and 6 read the whole study."""
 from __future__ import annotations
 
 import statistics
@@ -15,8 +16,8 @@ import pytest
 from harness.replay import replayed_context
 from harness.data import load_experiment_inputs
 from harness.retrieval.index.lancedb_store import LanceStore
-from harness.parallel import ordered_map
-from harness.progress import progress
+from harness.parallel import LazyMap
+from harness.plugin.budget import ask_for_rest
 from harness.retrieval import Retriever
 from harness.stats import mcnemar
 from harness.stats._effect import paired_effect, proportion_effect
@@ -42,8 +43,10 @@ def _run(question_id: str, correct: bool, res, q, seconds: float, trace: Trace, 
 @pytest.fixture(scope="module")
 def ret_study(rag_uncached_llm, rag_embedder, rag_config, rag_make_technique, rag_qa_set, rag_replay, tmp_path_factory):
     """Matched pairs, uncached: RET-GATE-6 is a latency figure and a cache hit would hide the model's time.
-    Each run's wall time covers every call of the arm: retrieval, the RET calls and the choice / answer. A later
-    run on the same code, configuration and model replays the pairs as measured (`rag_replay`)."""
+    Each run's wall time covers every call of the arm: retrieval, the RET calls and the choice / answer. The MCQ
+    and the open questions are drawn on demand (`harness.parallel.LazyMap`): gates 3 and 4 decide in looks and stop
+    drawing once decided; the others read the whole study (`ret_all`). A later run on the same code, configuration
+    and model replays each question's pair as measured (`rag_replay`)."""
     from harness.techniques.backends import persistent_index
 
     llm = rag_uncached_llm
@@ -64,7 +67,6 @@ def ret_study(rag_uncached_llm, rag_embedder, rag_config, rag_make_technique, ra
     variant = "completion" if llm.label.startswith("local/") else rag_config.ret.prompt_variant
     arms = {arm: rag_make_technique("ret", services, enable_ret=arm == "on", prompt_variant=variant)
             for arm in ("off", "on")}
-    bar = progress("ret study (mcq + open, arms off/on)", len(mcq) + len(open_qa))
 
     def one_mcq(item) -> list[dict]:
         q, options, gold = item
@@ -77,7 +79,6 @@ def ret_study(rag_uncached_llm, rag_embedder, rag_config, rag_make_technique, ra
             out.append({"set": "mcq", "arm": arm, "q": q, "res": res.detail["ret"], "options": options,
                         "gold_index": gold, "run": _run(q.id, correct, res.detail["ret"], q,
                                                         time.perf_counter() - t0, trace, arm)})
-        bar.advance()
         return out
 
     def one_open(q) -> list[dict]:
@@ -90,20 +91,53 @@ def ret_study(rag_uncached_llm, rag_embedder, rag_config, rag_make_technique, ra
             correct = q.answered_by(answer)
             out.append({"set": "open", "arm": arm, "q": q, "res": res.detail["ret"],
                         "run": _run(q.id, correct, res.detail["ret"], q, time.perf_counter() - t0, trace, arm)})
-        bar.advance()
         return out
 
-    def draw() -> list[dict]:
-        # questions side by side up to the client's bound (1 for the local model: its server answers one at a
-        # time); each question's two arms run one after the other, so its wall time is its own
-        rows = [r for rs in ordered_map(one_mcq, mcq, llm.concurrency) for r in rs]
-        return rows + [r for rs in ordered_map(one_open, open_qa, llm.concurrency) for r in rs]
+    measured: list[str] = []  # when an earlier run measured the questions replayed
 
-    rows, replayed_from = rag_replay("ret-study", draw, model=llm.label, dataset=dataset, variant=variant,
-                                     questions=repr((mcq, open_qa)))
-    bar.close()
-    return {"rows": rows, "model": llm.label, "prompt_variant": variant, "price": llm.price,
-            "technique": arms["on"].name, "dataset": dataset, "replayed_from": replayed_from}
+    def kept(name: str, fn):
+        def one(item) -> list[dict]:
+            rows, when = rag_replay(name, lambda: fn(item), model=llm.label, dataset=dataset, variant=variant,
+                                    question=repr(item))
+            if when is not None:
+                measured.append(when)
+            return rows
+        return one
+
+    # questions side by side up to the client's bound (1 for the local model: its server answers one at a time);
+    # each question's two arms run one after the other, so its wall time is its own
+    draws = {"mcq": LazyMap(kept("ret-mcq", one_mcq), mcq, llm.concurrency, stage="ret study, MCQ (arms off/on)"),
+             "open": LazyMap(kept("ret-open", one_open), open_qa, llm.concurrency,
+                             stage="ret study, open QA (arms off/on)")}
+    return {"draws": draws, "measured": measured, "model": llm.label, "prompt_variant": variant, "price": llm.price,
+            "technique": arms["on"].name, "dataset": dataset}
+
+
+def _drawn(ret_study, n: int | None = None, sets: tuple[str, ...] = ("mcq", "open")) -> dict:
+    """The study as drawn up to the first `n` questions of each of `sets` (None: all), drawing those not yet
+    drawn."""
+    draws = ret_study["draws"]
+    rows = [r for name in sets for rs in draws[name].upto(n if n is not None else draws[name].available) for r in rs]
+    return {**ret_study, "rows": rows, "replayed_from": min(ret_study["measured"], default=None)}
+
+
+def _seconds_to(ret_study, n: int | None = None) -> float | None:
+    """Estimated seconds to draw the first `n` questions of each set (None: all), at the pace of those drawn."""
+    maps = ret_study["draws"].values()
+    drawn, seconds = sum(m.drawn for m in maps), sum(m.seconds for m in maps)
+    todo = sum(max(min(n if n is not None else m.available, m.available) - m.drawn, 0) for m in maps)
+    return 0.0 if not todo else seconds / drawn * todo if drawn else None
+
+
+@pytest.fixture(scope="module")
+def ret_all(ret_study, request):
+    """Every question of both sets drawn, for the gates read on the whole study (1, 2, 5, 6): the rest of it, asked of
+    the budget where it costs more than admitted (`harness.plugin.budget.ask_for_rest`)."""
+    draws = ret_study["draws"]
+    ask_for_rest(request.config, "ret_all", f"{request.node.nodeid}::ret_all", _seconds_to(ret_study),
+                 f"the study has drawn {draws['mcq'].drawn} of {draws['mcq'].available} MCQ and "
+                 f"{draws['open'].drawn} of {draws['open'].available} open questions; these gates read all of them")
+    return _drawn(ret_study)
 
 
 def _arms(study, subset=None):
@@ -128,14 +162,59 @@ def _ctx(study, **kw):
             **replayed_context(study["replayed_from"]), **kw}
 
 
+@pytest.mark.spec("RET-GATE-3")
+def test_selection_rank_correlation(ret_study, rag_check_sequential):
+    rule = "tau -1 in an arm whose top 10 lost every answer-relevant passage the other kept; alike undefined: left out"
+    draws = ret_study["draws"]
+
+    def measure_at(n: int, confidence: float):  # the first n questions of each set
+        study = _drawn(ret_study, n)
+        tau_on, tau_off, tau_rule = paired_taus(*_runs(study))
+        few = {"reason": "fewer than 2 questions with tau scored in both arms"} if len(tau_on) < 2 else {}
+        effect = paired_effect(tau_on, tau_off, bounds=(-1.0, 1.0), seed=1, confidence=confidence)
+        return effect, _ctx(study, tau_rule=tau_rule, scoring=rule, scored_pairs=len(tau_on),
+                            tau_off=float(tau_off.mean()) if len(tau_off) else None,
+                            tau_on=float(tau_on.mean()) if len(tau_on) else None,
+                            fallback_rate=fallback_rate(*_runs(study)), **few)
+
+    n_max = max(m.available for m in draws.values())  # a look at n: the first n questions of each set
+    rag_check_sequential("RET-GATE-3", measure_at, n_max, cost_to=lambda n: _seconds_to(ret_study, n),
+                         model=ret_study["model"], dataset=ret_study["dataset"], technique=ret_study["technique"],
+                         queries_available=n_max)
+
+
+@pytest.mark.spec("RET-GATE-4")
+def test_hypothesis_answer_alignment(ret_study, rag_check_sequential):
+    def measure_at(n: int, confidence: float):  # the first n MCQ
+        study = _drawn(ret_study, n, sets=("mcq",))
+        _, on = _arms(study, "mcq")
+        aligned, ties = [], 0
+        for r in on:  # the questions RET answers correctly, where it ran (the subset the proposal names)
+            res = r["res"]
+            if not r["run"].correct or res.skip_reason or not res.hypotheses:
+                continue
+            ties += top_coverage_hypothesis(res) is None
+            aligned.append(hypothesis_alignment(res, r["options"], r["gold_index"]))
+        rate = float(np.mean(aligned)) if aligned else float("nan")
+        return proportion_effect(aligned, confidence=confidence), _ctx(
+            study, available=len(aligned), top_coverage_ties=ties,
+            matching="token F1, best option, ties unmatched; a tie for the top coverage credits no hypothesis",
+            flag_below_50=bool(aligned) and rate < 0.5)
+
+    mcq = ret_study["draws"]["mcq"]
+    rag_check_sequential("RET-GATE-4", measure_at, mcq.available, cost_to=mcq.seconds_to, model=ret_study["model"],
+                         dataset=ret_study["dataset"], technique=ret_study["technique"],
+                         queries_available=mcq.available)
+
+
 @pytest.mark.spec("RET-GATE-1")
-def test_accuracy_delta(ret_study, rag_check):
-    off, on = _runs(ret_study, "mcq")
+def test_accuracy_delta(ret_all, rag_check):
+    off, on = _runs(ret_all, "mcq")
     a, b = np.array([r.correct for r in on]), np.array([r.correct for r in off])
     mc = mcnemar(a, b)
-    o_off, o_on = _runs(ret_study, "open")
+    o_off, o_on = _runs(ret_all, "open")
     effect = paired_effect(a.astype(float), b.astype(float), binary=True, seed=1)
-    rag_check("RET-GATE-1", effect, **_ctx(ret_study, available=len(a), mcnemar_exact_p=mc.p_value,
+    rag_check("RET-GATE-1", effect, **_ctx(ret_all, available=len(a), mcnemar_exact_p=mc.p_value,
                                        fallback_rate=fallback_rate(off, on),
                                        mcq_accuracy_off=float(b.mean()),
                                        mcq_accuracy_on=float(a.mean()),
@@ -144,56 +223,26 @@ def test_accuracy_delta(ret_study, rag_check):
 
 
 @pytest.mark.spec("RET-GATE-2")
-def test_fingerprint_recall_lift(ret_study, rag_check):
-    fig = fingerprint_recall_lift(*_runs(ret_study))
-    rag_check("RET-GATE-2", fig.value, **_ctx(ret_study, n=fig.n, subset="questions the baseline answers wrongly",
+def test_fingerprint_recall_lift(ret_all, rag_check):
+    fig = fingerprint_recall_lift(*_runs(ret_all))
+    rag_check("RET-GATE-2", fig.value, **_ctx(ret_all, n=fig.n, subset="questions the baseline answers wrongly",
                                           **fig.detail))
 
 
-@pytest.mark.spec("RET-GATE-3")
-def test_selection_rank_correlation(ret_study, rag_check):
-    tau_on, tau_off, tau_rule = paired_taus(*_runs(ret_study))
-    rule = "tau -1 in an arm whose top 10 lost every answer-relevant passage the other kept; alike undefined: left out"
-    if len(tau_on) < 2:
-        rag_check("RET-GATE-3", float("nan"), **_ctx(ret_study, n=len(tau_on), tau_rule=tau_rule, scoring=rule,
-                                                 reason="fewer than 2 questions with tau scored in both arms"))
-        return
-    rag_check("RET-GATE-3", paired_effect(tau_on, tau_off, bounds=(-1.0, 1.0), seed=1),
-          **_ctx(ret_study, tau_rule=tau_rule, scoring=rule, tau_off=float(tau_off.mean()), tau_on=float(tau_on.mean()),
-                 fallback_rate=fallback_rate(*_runs(ret_study))))
-
-
-@pytest.mark.spec("RET-GATE-4")
-def test_hypothesis_answer_alignment(ret_study, rag_check):
-    _, on = _arms(ret_study, "mcq")
-    aligned, ties = [], 0
-    for r in on:  # the questions RET answers correctly, where it ran (the subset the proposal names)
-        res = r["res"]
-        if not r["run"].correct or res.skip_reason or not res.hypotheses:
-            continue
-        ties += top_coverage_hypothesis(res) is None
-        aligned.append(hypothesis_alignment(res, r["options"], r["gold_index"]))
-    rate = float(np.mean(aligned)) if aligned else float("nan")
-    rag_check("RET-GATE-4", proportion_effect(aligned), **_ctx(ret_study, available=len(aligned), top_coverage_ties=ties,
-                                                           matching="token F1, best option, ties unmatched; a tie "
-                                                                    "for the top coverage credits no hypothesis",
-                                                           flag_below_50=bool(aligned) and rate < 0.5))
-
-
 @pytest.mark.spec("RET-GATE-5")
-def test_added_cost(ret_study, rag_check):
-    fig = added_cost_ratio(*_runs(ret_study))
-    price = ret_study["price"]
-    rag_check("RET-GATE-5", fig.value, **_ctx(ret_study, n=fig.n, unit="USD",
+def test_added_cost(ret_all, rag_check):
+    fig = added_cost_ratio(*_runs(ret_all))
+    price = ret_all["price"]
+    rag_check("RET-GATE-5", fig.value, **_ctx(ret_all, n=fig.n, unit="USD",
                                           price=price.model_dump() if price else "litellm's (or none: unpriced)",
-                                          ret_stage_cost_usd=sum(r["res"].ret_cost_usd for r in _arms(ret_study)[1]),
+                                          ret_stage_cost_usd=sum(r["res"].ret_cost_usd for r in _arms(ret_all)[1]),
                                           **fig.detail))
 
 
 @pytest.mark.spec("RET-GATE-6")
-def test_added_latency(ret_study, rag_check):
-    fig = added_latency(*_runs(ret_study))
-    rag_check("RET-GATE-6", fig.value, **_ctx(ret_study, n=fig.n, timing="wall time of every call in both arms",
+def test_added_latency(ret_all, rag_check):
+    fig = added_latency(*_runs(ret_all))
+    rag_check("RET-GATE-6", fig.value, **_ctx(ret_all, n=fig.n, timing="wall time of every call in both arms",
                                           median_ret_stage_s=statistics.median(r["res"].ret_seconds
-                                                                               for r in _arms(ret_study)[1]),
+                                                                               for r in _arms(ret_all)[1]),
                                           **fig.detail))

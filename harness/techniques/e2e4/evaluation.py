@@ -89,8 +89,10 @@ def summarize(rows: Iterable[dict[str, Any]]) -> dict[str, dict[str, float]]:
     return out
 
 
-def compare(candidate: list[dict[str, Any]], baseline: list[dict[str, Any]]) -> dict[str, Any]:
-    """Paired accuracy and context-recall differences over the queries both runs answered."""
+def compare(candidate: list[dict[str, Any]], baseline: list[dict[str, Any]], *,
+            confidence: float = 0.95) -> dict[str, Any]:
+    """Paired accuracy and context-recall differences over the queries both runs answered (the effects' intervals
+    at `confidence`)."""
     b = {r["query_id"]: r for r in baseline}
     pairs = [(r, b[r["query_id"]]) for r in candidate if r["query_id"] in b]
     cand_ok = np.array([correct(c) for c, _ in pairs])
@@ -101,6 +103,8 @@ def compare(candidate: list[dict[str, Any]], baseline: list[dict[str, Any]]) -> 
     rc = paired_difference([c for c, _ in rec], [x for _, x in rec], seed=1) if rec else None
     return {"n": len(pairs), "accuracy_delta": acc.mean, "accuracy_ci": list(acc.ci),
             "mcnemar_p": mcnemar(cand_ok, base_ok).p_value,
-            "accuracy_effect": paired_effect(cand_ok.astype(float), base_ok.astype(float), binary=True, seed=1),
+            "accuracy_effect": paired_effect(cand_ok.astype(float), base_ok.astype(float), binary=True, seed=1,
+                                             confidence=confidence),
             "context_recall_delta": rc.mean if rc else float("nan"), "context_recall_ci": list(rc.ci) if rc else None,
-            "context_recall_effect": paired_effect([c for c, _ in rec], [x for _, x in rec], seed=1)}
+            "context_recall_effect": paired_effect([c for c, _ in rec], [x for _, x in rec], seed=1,
+                                                   confidence=confidence)}
