@@ -500,15 +500,14 @@ def test_a_look_at_a_shared_study_is_costed_by_the_study_s_estimate(project: pyt
 
 REST = """
 import pytest
-from harness.plugin.budget import ask_for_rest
 
 pytestmark = pytest.mark.benchmark
 
 
 @pytest.fixture(scope="module")
-def whole(request):
+def whole(rag_budget_rest):
     # the study's own pace says its rest takes {need} s; the book has this set-up at 1 s
-    ask_for_rest(request.config, "whole", "whole", {need}, "drew 10 of 30")
+    rag_budget_rest("whole", "whole", {need}, "drew 10 of 30")
     print("DRAWN THE REST")
     return 1.0
 

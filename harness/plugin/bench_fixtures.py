@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 __all__ = ["rag_dataset", "rag_dense_store", "rag_dense_retriever", "rag_bench_services", "rag_bench_queries",
-           "rag_uncached_llm", "rag_judge_agreement", "rag_kb", "rag_replay"]
+           "rag_uncached_llm", "rag_judge_agreement", "rag_kb", "rag_replay", "rag_budget_rest"]
 
 
 @pytest.fixture(scope="session")
@@ -66,6 +66,20 @@ def rag_uncached_llm(rag_llm: Any) -> Any:
 
     provenance.note_model(rag_llm.label, traffic="live")
     return rag_llm.with_cache(None)
+
+
+@pytest.fixture(scope="session")
+def rag_budget_rest(pytestconfig: pytest.Config) -> Any:
+    """`budget_rest(fixture, key, need_s, what)`: before a study drawn in looks draws its rest in the set-up of the
+    wider fixture `fixture`, ask the run's budget (--budget) for what the rest costs past that set-up's seconds as
+    last measured (`harness.plugin.budget.ask_for_rest`); refused, `NotWithinBudget` (the claims read "not decided
+    within the budget"). Without a budget it asks nothing."""
+    from harness.plugin.budget import ask_for_rest
+
+    def _ask(fixture: str, key: str, need_s: float | None, what: str) -> None:
+        ask_for_rest(pytestconfig, fixture, key, need_s, what)
+
+    return _ask
 
 
 @pytest.fixture(scope="session")

@@ -16,7 +16,6 @@ import pytest
 from harness.replay import replayed_context
 from harness.data import load_experiment_inputs
 from harness.e2e4_study import DrawnStudy, draw_order
-from harness.plugin.budget import ask_for_rest
 from harness.provenance import content_hash_of
 from harness.retrieval.rerank import make_reranker
 from harness.runner import ExperimentRun, run_experiments
@@ -58,14 +57,14 @@ def e2e4_draws(rag_uncached_llm, rag_embedder, rag_config, rag_kb, rag_replay, t
 
 
 @pytest.fixture(scope="module")
-def study(e2e4_draws, request):
+def study(e2e4_draws, rag_budget_rest, request):
     """Every selected query drawn, for the claims about the whole selection: the study's rest, batch by batch. The
     budget (--budget) admitted its users with this set-up's seconds as last measured; where the study's own pace
     says the rest costs more than that (fewer queries drawn before it than last time), the difference is asked of
     the budget first, and refused the claims read "not decided within the budget"."""
     draws = e2e4_draws["draws"]
-    ask_for_rest(request.config, "study", f"{request.node.nodeid}::study", draws.seconds_to(draws.selected),
-                 f"the study has drawn {draws.drawn} of its {draws.selected} queries; these claims read all of them")
+    rag_budget_rest("study", f"{request.node.nodeid}::study", draws.seconds_to(draws.selected),
+                    f"the study has drawn {draws.drawn} of its {draws.selected} queries; these claims read all of them")
     rows = draws.upto(draws.selected)
     return {**e2e4_draws, "rows": rows, "summary": draws.summary(), "wall": draws.wall,
             "replayed_from": draws.replayed_from}

@@ -17,7 +17,6 @@ from harness.replay import replayed_context
 from harness.data import load_experiment_inputs
 from harness.retrieval.index.lancedb_store import LanceStore
 from harness.parallel import LazyMap
-from harness.plugin.budget import ask_for_rest
 from harness.retrieval import Retriever
 from harness.stats import mcnemar
 from harness.stats._effect import paired_effect, proportion_effect
@@ -130,13 +129,13 @@ def _seconds_to(ret_study, n: int | None = None) -> float | None:
 
 
 @pytest.fixture(scope="module")
-def ret_all(ret_study, request):
+def ret_all(ret_study, rag_budget_rest, request):
     """Every question of both sets drawn, for the gates read on the whole study (1, 2, 5, 6): the rest of it, asked of
-    the budget where it costs more than admitted (`harness.plugin.budget.ask_for_rest`)."""
+    the budget where it costs more than admitted (`rag_budget_rest`)."""
     draws = ret_study["draws"]
-    ask_for_rest(request.config, "ret_all", f"{request.node.nodeid}::ret_all", _seconds_to(ret_study),
-                 f"the study has drawn {draws['mcq'].drawn} of {draws['mcq'].available} MCQ and "
-                 f"{draws['open'].drawn} of {draws['open'].available} open questions; these gates read all of them")
+    rag_budget_rest("ret_all", f"{request.node.nodeid}::ret_all", _seconds_to(ret_study),
+                    f"the study has drawn {draws['mcq'].drawn} of {draws['mcq'].available} MCQ and "
+                    f"{draws['open'].drawn} of {draws['open'].available} open questions; these gates read all of them")
     return _drawn(ret_study)
 
 
