@@ -12,7 +12,10 @@ from typing import Any, Callable, Sequence
 from harness.data.experiment import QueryInput
 from harness.runner import ExperimentRun, RunSummary
 
-__all__ = ["DrawnStudy", "draw_order"]
+__all__ = ["DRAW_ORDER", "DrawnStudy", "draw_order"]
+
+# what a row records of the order the study's queries are drawn in (`rag_check_sequential`'s `order`)
+DRAW_ORDER = {"order": "each query type in turn, file order within a type", "seed": None}
 
 # replay(name, compute, **parts) -> (value, measured_at or None): `harness.replay.Replay` or the `rag_replay` fixture
 Replayer = Callable[..., tuple[Any, "str | None"]]
@@ -39,6 +42,7 @@ class _Batch:
     empty: dict[str, list[str]]
     wall: float
     chunks: int
+    not_started: int = 0  # results the run's cost cap (--max-cost) left undrawn
     measured_at: str | None = None  # where replayed: when an earlier run measured it
 
 
@@ -101,7 +105,9 @@ class DrawnStudy:
 
     def summary(self) -> RunSummary:
         """The run summary of the batches drawn so far (written and failed results, chunks indexed, seconds)."""
-        s = RunSummary(chunks=max((b.chunks for b in self.batches), default=0), seconds=self.wall)
+        s = RunSummary(chunks=max((b.chunks for b in self.batches), default=0), seconds=self.wall,
+                       not_started=sum(b.not_started for b in self.batches))
+        s.budget_stopped = s.not_started > 0
         for b in self.batches:
             for e, k in b.written.items():
                 s.written[e] = s.written.get(e, 0) + k
@@ -119,20 +125,20 @@ class DrawnStudy:
             if self._run is None:
                 self._run = self.start()
             run = self._run
-            before = {e: (run.summary.written.get(e, 0), len(run.summary.failed.get(e, [])),
-                          len(run.summary.empty.get(e, []))) for e in run.experiments}
+            not_started = run.summary.not_started
             first = self.drawn + 1  # the batch follows what is drawn
             run.run(batch, stage=f" (queries {first}-{first + len(batch) - 1} of {self.selected}, "
                                  f"{len(run.experiments)} runs each)")
             wall = time.perf_counter() - t0
             from harness.techniques.e2e4.evaluation import load_rows
 
-            mine = set(ids)
+            mine = set(ids)  # counted from the files and the run's failures, so a retried batch counts once
             rows = {e: [r for r in load_rows(run.paths[e]) if r["query_id"] in mine] for e in run.experiments}
             s = run.summary
-            return _Batch(ids, rows, {e: s.written[e] - before[e][0] for e in run.experiments},
-                          {e: s.failed[e][before[e][1]:] for e in run.experiments},
-                          {e: s.empty[e][before[e][2]:] for e in run.experiments}, wall, s.chunks)
+            failed = {e: sorted(set(s.failed[e]) & mine - {r["query_id"] for r in rows[e]}) for e in run.experiments}
+            empty = {e: sorted(set(s.empty[e]) & set(failed[e])) for e in run.experiments}
+            return _Batch(ids, rows, {e: len(rs) for e, rs in rows.items()}, failed, empty, wall, s.chunks,
+                          s.not_started - not_started)
 
         if self.replay is None:
             return compute()

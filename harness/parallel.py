@@ -26,13 +26,17 @@ def ordered_map(fn: Callable[[T], R], items: Iterable[T], concurrency: int) -> l
 class LazyMap(Generic[T, R]):
     """`fn` over `items`, drawn on demand in input order: `upto(n)` runs only the items not yet run (at most
     `concurrency` at once), so a claim decided at an early look (harness.stats.sequential) stops spending, and
-    claims reading the same items share their results. `stage` names a progress line for each draw."""
+    claims reading the same items share their results. `stage` names a progress line for each draw; `seconds_of(r)`,
+    where given, is what a result took when it was measured (a replayed one: then, not now), and the pace that
+    `seconds_to` estimates from is the larger of it and the draw's wall time."""
 
-    def __init__(self, fn: Callable[[T], R], items: Iterable[T], concurrency: int, *, stage: str | None = None):
+    def __init__(self, fn: Callable[[T], R], items: Iterable[T], concurrency: int, *, stage: str | None = None,
+                 seconds_of: Callable[[R], float] | None = None):
         self.fn, self.items, self.concurrency, self.stage = fn, list(items), concurrency, stage
+        self.seconds_of = seconds_of
         self._results: list[R] = []
         self._lock = threading.Lock()
-        self.seconds = 0.0  # wall time of the draws so far
+        self.seconds = 0.0  # wall time of the draws so far (or what `seconds_of` says their results took)
 
     def seconds_to(self, n: int) -> float | None:
         """Estimated seconds to draw the first `n` items from here: the seconds per item of the draws so far times
@@ -69,11 +73,15 @@ class LazyMap(Generic[T, R]):
                         return out
                 t0 = time.perf_counter()
                 try:
-                    self._results += ordered_map(fn, todo, self.concurrency)
+                    new = ordered_map(fn, todo, self.concurrency)
                 finally:
-                    self.seconds += time.perf_counter() - t0
+                    wall = time.perf_counter() - t0
                     if self.stage:
                         bar.close()
+                if self.seconds_of is not None:  # results replayed as measured: their seconds then, not now
+                    wall = max(wall, sum(self.seconds_of(r) for r in new))
+                self._results += new
+                self.seconds += wall
             return self._results[:n]
 
     def all(self) -> list[R]:

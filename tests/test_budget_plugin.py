@@ -518,14 +518,16 @@ def test_reads_all(whole, rag_check):
 """
 
 
-@pytest.mark.parametrize("need, verdict", [(100.0, "budget"), (5.0, "pass"), (None, "pass")])
+@pytest.mark.parametrize("admitted, need, verdict", [(1.0, 100.0, "budget"), (1.0, 5.0, "pass"), (1.0, None, "pass"),
+                                                     (20.0, 40.0, "pass")])
 def test_the_rest_of_a_study_is_asked_of_the_budget_where_it_costs_more_than_admitted(
-        project: pytest.Pytester, need, verdict):
+        project: pytest.Pytester, admitted, need, verdict):
     """Admitted at the book's 1 s, the rest at 100 s does not fit a 30 s budget: refused before it is drawn. At 5 s
-    it fits; with nothing drawn to estimate from (None) the admission stands."""
+    it fits; with nothing drawn to estimate from (None) the admission stands. Admitted at 20 s, a rest of 40 s asks
+    for the 20 s past the admission, which fits (all 40 s would not)."""
     path = project.path / ".cache" / "rag-harness" / "budget" / "costs-local-smollm2-135m-instruct.json"
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps({"source": "test", "fixtures": {"whole": 1.0}, "fixture_calls": {"whole": 1},
+    path.write_text(json.dumps({"source": "test", "fixtures": {"whole": admitted}, "fixture_calls": {"whole": 1},
                                 "tests": {"test_rest.py::test_reads_all[CHEAP]": 0.1}}))
     project.makepyfile(test_rest=REST.format(need=need))
     result = project.runpytest_subprocess("--report-dir", "out", "-s", "--spec-coverage=off", "--budget", "30s")

@@ -67,3 +67,32 @@ def test_a_later_run_replays_each_batch_without_setting_the_run_up(tmp_path):
     assert later.replayed_from is not None and later.wall == pytest.approx(first.wall)
     later.upto(30)  # the batch the first run never drew runs now
     assert later_started == [1] and later.summary().written == {"e2": 30, "e3": 30, "e4": 30}
+
+
+def test_a_failed_query_counts_once_as_failed_and_has_no_row(tmp_path):
+    from harness.llm.results import LLMError
+
+    order = draw_order(QUERIES)[:10]
+    bad = order[4].query_id
+
+    def start() -> ExperimentRun:
+        run = ExperimentRun(KB, tmp_path / "out", dry_run=True, log_dir=tmp_path / "logs", db_uri=tmp_path / "db",
+                            overwrite=True)
+        e3 = run.techniques["e3"]
+        real = e3.run
+
+        def run_or_fail(query, *a, **kw):
+            if query.id == bad:
+                raise LLMError("the model failed for good")
+            return real(query, *a, **kw)
+
+        e3.run = run_or_fail
+        return run
+
+    study = DrawnStudy(start, order, look_every=5)
+    rows = study.upto(10)  # two batches: the failure in the first
+    assert [len(b.ids) for b in study.batches] == [5, 5]
+    assert bad not in [r["query_id"] for r in rows["e3"]] and len(rows["e3"]) == 9 and len(rows["e2"]) == 10
+    summary = study.summary()
+    assert summary.failed == {"e2": [], "e3": [bad], "e4": []}
+    assert summary.written == {"e2": 10, "e3": 9, "e4": 10} and summary.not_started == 0

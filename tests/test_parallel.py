@@ -60,3 +60,10 @@ def test_lazy_map_estimates_the_rest_at_the_pace_of_what_it_drew():
     assert lazy.seconds >= 0.1
     assert lazy.seconds_to(25) == pytest.approx(lazy.seconds / 10 * 15)
     assert lazy.seconds_to(10) == 0.0 and lazy.seconds_to(99) == pytest.approx(lazy.seconds / 10 * 20)
+
+
+def test_lazy_map_paces_replayed_results_at_the_seconds_they_took_when_measured():
+    lazy = LazyMap(lambda x: {"x": x, "seconds": 2.0}, range(30), 1, seconds_of=lambda r: r["seconds"])
+    lazy.upto(10)  # instant now (a replay), 2 s each when measured
+    assert lazy.seconds == pytest.approx(20.0, abs=0.05)
+    assert lazy.seconds_to(30) == pytest.approx(40.0, abs=0.1)

@@ -46,20 +46,23 @@ def budget_of(config: pytest.Config) -> "BudgetHooks | None":
     return hooks if hooks is not None and hooks.allocator.limit_s is not None else None
 
 
-def ask_for_rest(config: pytest.Config, fixture: str, key: str, need_s: float | None, what: str) -> None:
+def ask_for_rest(config: pytest.Config, fixture: str, key: str, need_s: float | None, what: str, *,
+                 spent_s: float = 0.0) -> None:
     """Before a study drawn in looks draws its rest for the claims about its whole selection (the set-up of the
-    wider fixture `fixture`): the budget admitted those claims with that set-up's seconds as last measured; where the
-    study's own pace says the rest costs more (`need_s`: fewer queries drawn before it than last time), the
-    difference is asked of the budget under `key`, and refused raises `NotWithinBudget` (`what` says how far the
-    study got): the claims read "not decided within the budget". None (nothing drawn yet) asks nothing."""
+    wider fixture `fixture`, which has spent `spent_s` so far): the budget admitted those claims with that set-up's
+    seconds as last measured; where the study's own pace says the rest costs more than what is left of that
+    (`need_s`: fewer queries drawn before it than last time), the difference is asked of the budget under `key`,
+    worth the decisions of every claim that reads the set-up, and refused raises `NotWithinBudget` (`what` says how
+    far the study got): the claims read "not decided within the budget". None (no pace to estimate from) asks
+    nothing: the set-up draws a first look on its admission, as a claim does, and asks before the rest."""
     from harness.budget import SAFETY, NotWithinBudget
 
     budget = budget_of(config)
     if budget is None or not need_s:
         return
-    admitted = budget.allocator.fixture_s.get(fixture, 0.0)
-    if need_s > admitted * SAFETY:
-        why = budget.look(key, need_s - admitted, need_s - admitted, None)
+    left = max(budget.allocator.fixture_s.get(fixture, 0.0) - spent_s, 0.0)
+    if need_s > left * SAFETY:
+        why = budget.rest_of_set_up(fixture, key, need_s - left)
         if why is not None:
             raise NotWithinBudget(f"{why} ({what})")
 
@@ -280,6 +283,15 @@ class BudgetHooks:
         """A sequential claim's next look: None where granted, else why not."""
         p = p_decide if p_decide is not None and math.isfinite(p_decide) else self.book.p_decide(nodeid)
         return self.allocator.request(nodeid, step_s, to_end_s=to_end_s, p_decide=p, weight=self.weight_of(nodeid))
+
+    def rest_of_set_up(self, fixture: str, key: str, step_s: float) -> str | None:
+        """A shared set-up's further step (the rest of a study): None where granted, else why not. It is worth the
+        decisions its claims are expected to make (each weighed as `unit_of` does), since it serves them all."""
+        users = [i.nodeid for i in self.items
+                 if any(_base(n) == fixture for n, _ in self.fixtures.get(i.nodeid, ()))
+                 and i.nodeid not in self.allocator.refused]
+        worth = sum(self.weight_of(u) * self.book.p_decide(u) for u in users) or 1.0
+        return self.allocator.request(key, step_s, to_end_s=step_s, p_decide=1.0, weight=worth)
 
     def weight_of(self, nodeid: str) -> float:
         """What a test's decision is worth to the plan: a comparative claim's the setting's, any other 1."""

@@ -179,7 +179,8 @@ def rag_check_sequential(request: pytest.FixtureRequest, rag_check: Callable[...
     cannot be sequential (its p would be read unadjusted at every look): a TypeError. `min_n` holds inside the
     looks (a look below it cannot stop the claim as supported) and the error gate decides at an interim look only
     when the failure rate's Clopper-Pearson lower bound exceeds 10% (`harness.stats._verdict.decide`).
-    `cost_to(n)`, where given, estimates the seconds still to spend to measure n queries: for queries drawn from a
+    `order`, where given, says in what order the queries are drawn where they are not in --query-order's (a study
+    with an order of its own: `{"order": description, "seed": seed or None}`); the row records it. `cost_to(n)`, where given, estimates the seconds still to spend to measure n queries: for queries drawn from a
     study other claims read too (`harness.e2e4_study`), whose queries one claim may find drawn by another, the
     budget asks it, not this claim's own seconds per query, before each later look (None: no estimate yet).
     Under --estimate-cost every query is drawn (the spend's upper bound). An undecided claim stops early, as
@@ -196,7 +197,7 @@ def rag_check_sequential(request: pytest.FixtureRequest, rag_check: Callable[...
 
     def _run(spec_id: str, measure_at: Callable[[int, float], tuple[Any, dict]], n_max: int, *,
              final: Callable[[int], dict] | None = None, cost_to: Callable[[int], float | None] | None = None,
-             **context: Any) -> Any:
+             order: dict[str, Any] | None = None, **context: Any) -> Any:
         s = _spec_or_fail(cat, spec_id)
         if not s.comparative:
             raise TypeError(f"{s.id} is decided by its {s.decision.describe()}: only ci/test claims are sequential")
@@ -238,7 +239,7 @@ def rag_check_sequential(request: pytest.FixtureRequest, rag_check: Callable[...
                                  futility_threshold=float(s.threshold) if settings.futility > 0 else None,
                                  futility_below=settings.futility,
                                  may_continue=may_continue if budget is not None else None)
-        order = describe_order(h.query_order, h.seed)
+        order = order or describe_order(h.query_order, h.seed)
         seq = {**outcome.as_context(), "query_order": order}
         extra = final(outcome.queries_used) if final is not None else {}
         # the stopping look's naive p-values are not adjusted for the looks: the row shows none

@@ -15,7 +15,7 @@ import pytest
 
 from harness.replay import replayed_context
 from harness.data import load_experiment_inputs
-from harness.e2e4_study import DrawnStudy, draw_order
+from harness.e2e4_study import DRAW_ORDER, DrawnStudy, draw_order
 from harness.provenance import content_hash_of
 from harness.retrieval.rerank import make_reranker
 from harness.runner import ExperimentRun, run_experiments
@@ -61,10 +61,15 @@ def study(e2e4_draws, rag_budget_rest, request):
     """Every selected query drawn, for the claims about the whole selection: the study's rest, batch by batch. The
     budget (--budget) admitted its users with this set-up's seconds as last measured; where the study's own pace
     says the rest costs more than that (fewer queries drawn before it than last time), the difference is asked of
-    the budget first, and refused the claims read "not decided within the budget"."""
+    the budget first, and refused the claims read "not decided within the budget". With nothing drawn yet (no pace
+    to estimate from), a first look is drawn on the admission, as a sequential claim's is."""
     draws = e2e4_draws["draws"]
+    t0 = time.perf_counter()
+    if draws.seconds_to(draws.selected) is None:  # no pace to estimate from: a first look on the admission
+        draws.upto(draws.look_every)
     rag_budget_rest("study", f"{request.node.nodeid}::study", draws.seconds_to(draws.selected),
-                    f"the study has drawn {draws.drawn} of its {draws.selected} queries; these claims read all of them")
+                    f"the study has drawn {draws.drawn} of its {draws.selected} queries; these claims read all of them",
+                    spent_s=time.perf_counter() - t0)
     rows = draws.upto(draws.selected)
     return {**e2e4_draws, "rows": rows, "summary": draws.summary(), "wall": draws.wall,
             "replayed_from": draws.replayed_from}
@@ -91,16 +96,22 @@ def _check_in_looks(study, rag_check_sequential, spec_id: str,
                                                                      f"({study['total']} in the KB)"}
 
     rag_check_sequential(spec_id, measure_at, study["selected"], final=final, cost_to=draws.seconds_to,
-                         model=study["model"], dataset=study["kb"], queries_available=study["total"], **context)
+                         order=DRAW_ORDER, model=study["model"], dataset=study["kb"],
+                         queries_available=study["total"], **context)
+
+
+def _negatives(study) -> int:
+    """The negative queries of the selection (what a claim about them has available)."""
+    return sum(q.query_type == "negative" for q in study["draws"].queries)
 
 
 @pytest.mark.spec("E2E4-FR6-2")
 def test_reasoning_specific(e2e4_draws, rag_check_sequential):
     def measure(rows, confidence):  # context beyond the question's own words
         specific = [specific_reasoning(r) for r in rows["e4"]]
-        return proportion_effect(specific, confidence=confidence), {"available": len(specific)}
+        return proportion_effect(specific, confidence=confidence), {"e4_answers": len(specific)}
 
-    _check_in_looks(e2e4_draws, rag_check_sequential, "E2E4-FR6-2", measure,
+    _check_in_looks(e2e4_draws, rag_check_sequential, "E2E4-FR6-2", measure, available=e2e4_draws["selected"],
                     detector="harness.metrics.reasoning.specific_reasoning")
 
 
@@ -114,7 +125,7 @@ def test_e4_abstains_on_negatives(e2e4_draws, rag_check_sequential):
             "negatives": len(negatives), "accuracy_by_type": {k: v["accuracy"] for k, v in s.items()},
             "e4_vs_e3_accuracy_delta": e4_vs_e3["accuracy_delta"], "e4_vs_e3_mcnemar_p": e4_vs_e3["mcnemar_p"]}
 
-    _check_in_looks(e2e4_draws, rag_check_sequential, "E2E4-FR6-3", measure)
+    _check_in_looks(e2e4_draws, rag_check_sequential, "E2E4-FR6-3", measure, available=_negatives(e2e4_draws))
 
 
 @pytest.mark.spec("E2E4-FR5-3")
@@ -123,9 +134,9 @@ def test_reranked_context_more_relevant(e2e4_draws, rag_check_sequential):
         recall = {e: float(np.nanmean([context_recall(r) for r in rs])) if rs else float("nan")
                   for e, rs in rows.items()}
         c = compare(rows["e3"], rows["e2"], confidence=confidence)
-        return c["context_recall_effect"], {"available": c["n"], "context_recall": recall}
+        return c["context_recall_effect"], {"paired": c["n"], "context_recall": recall}
 
-    _check_in_looks(e2e4_draws, rag_check_sequential, "E2E4-FR5-3", measure)
+    _check_in_looks(e2e4_draws, rag_check_sequential, "E2E4-FR5-3", measure, available=e2e4_draws["selected"])
 
 
 @pytest.mark.spec("E2E4-HALLU-NEG")
@@ -137,10 +148,10 @@ def test_e4_answers_fewer_negatives(e2e4_draws, rag_check_sequential):
         answered = {e: [not abstains(neg[e][q]["llm_answer"]) for q in ids] for e in neg}
         effect = paired_effect([float(x) for x in answered["e4"]], [float(x) for x in answered["e2"]], binary=True,
                                confidence=confidence)
-        return effect, {"available": len(ids),
+        return effect, {"negatives": len(ids),
                         "answered": {e: float(np.mean(v)) if v else None for e, v in answered.items()}}
 
-    _check_in_looks(e2e4_draws, rag_check_sequential, "E2E4-HALLU-NEG", measure,
+    _check_in_looks(e2e4_draws, rag_check_sequential, "E2E4-HALLU-NEG", measure, available=_negatives(e2e4_draws),
                     detector="harness.metrics.qa.is_abstention")
 
 

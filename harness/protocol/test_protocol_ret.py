@@ -31,6 +31,8 @@ from harness.types import Query, Trace
 
 pytestmark = [pytest.mark.benchmark, pytest.mark.rag_data("ret")]
 KB = Path(__file__).resolve().parents[1] / "fixtures" / "retail_kb"
+# the order the gates in looks draw their questions in (the row records it): the study's own
+ORDER = {"order": "the study's questions in the set's order, the MCQ and open sets interleaved", "seed": None}
 
 
 def _run(question_id: str, correct: bool, res, q, seconds: float, trace: Trace, arm: str) -> ArmRun:
@@ -105,18 +107,24 @@ def ret_study(rag_uncached_llm, rag_embedder, rag_config, rag_make_technique, ra
 
     # questions side by side up to the client's bound (1 for the local model: its server answers one at a time);
     # each question's two arms run one after the other, so its wall time is its own
-    draws = {"mcq": LazyMap(kept("ret-mcq", one_mcq), mcq, llm.concurrency, stage="ret study, MCQ (arms off/on)"),
+    def seconds_of(rows: list[dict]) -> float:  # both arms' wall time as measured (a replayed pair's then)
+        return sum(r["run"].seconds for r in rows)
+
+    draws = {"mcq": LazyMap(kept("ret-mcq", one_mcq), mcq, llm.concurrency, stage="ret study, MCQ (arms off/on)",
+                            seconds_of=seconds_of),
              "open": LazyMap(kept("ret-open", one_open), open_qa, llm.concurrency,
-                             stage="ret study, open QA (arms off/on)")}
+                             stage="ret study, open QA (arms off/on)", seconds_of=seconds_of)}
     return {"draws": draws, "measured": measured, "model": llm.label, "prompt_variant": variant, "price": llm.price,
             "technique": arms["on"].name, "dataset": dataset}
 
 
 def _drawn(ret_study, n: int | None = None, sets: tuple[str, ...] = ("mcq", "open")) -> dict:
     """The study as drawn up to the first `n` questions of each of `sets` (None: all), drawing those not yet
-    drawn."""
+    drawn; the sets' questions interleaved (the first of each, the second of each, ...), so the rows of a later look
+    extend those of an earlier one, as a confidence sequence's stream must."""
     draws = ret_study["draws"]
-    rows = [r for name in sets for rs in draws[name].upto(n if n is not None else draws[name].available) for r in rs]
+    drawn = [draws[name].upto(n if n is not None else draws[name].available) for name in sets]
+    rows = [r for i in range(max(map(len, drawn), default=0)) for d in drawn if i < len(d) for r in d[i]]
     return {**ret_study, "rows": rows, "replayed_from": min(ret_study["measured"], default=None)}
 
 
@@ -129,13 +137,18 @@ def _seconds_to(ret_study, n: int | None = None) -> float | None:
 
 
 @pytest.fixture(scope="module")
-def ret_all(ret_study, rag_budget_rest, request):
+def ret_all(ret_study, rag_budget_rest, rag_config, request):
     """Every question of both sets drawn, for the gates read on the whole study (1, 2, 5, 6): the rest of it, asked of
-    the budget where it costs more than admitted (`rag_budget_rest`)."""
+    the budget where it costs more than admitted (`rag_budget_rest`); with nothing drawn yet (no pace to estimate
+    from), a first look of each set is drawn on the admission, as a sequential claim's is."""
     draws = ret_study["draws"]
-    rag_budget_rest("ret_all", f"{request.node.nodeid}::ret_all", _seconds_to(ret_study),
-                    f"the study has drawn {draws['mcq'].drawn} of {draws['mcq'].available} MCQ and "
-                    f"{draws['open'].drawn} of {draws['open'].available} open questions; these gates read all of them")
+    t0 = time.perf_counter()
+    if _seconds_to(ret_study) is None:
+        _drawn(ret_study, rag_config.harness.sequential.look_every)
+    what = (f"the study has drawn {draws['mcq'].drawn} of {draws['mcq'].available} MCQ and {draws['open'].drawn} of "
+            f"{draws['open'].available} open questions; these gates read all of them")
+    rag_budget_rest("ret_all", f"{request.node.nodeid}::ret_all", _seconds_to(ret_study), what,
+                    spent_s=time.perf_counter() - t0)
     return _drawn(ret_study)
 
 
@@ -177,7 +190,7 @@ def test_selection_rank_correlation(ret_study, rag_check_sequential):
                             fallback_rate=fallback_rate(*_runs(study)), **few)
 
     n_max = max(m.available for m in draws.values())  # a look at n: the first n questions of each set
-    rag_check_sequential("RET-GATE-3", measure_at, n_max, cost_to=lambda n: _seconds_to(ret_study, n),
+    rag_check_sequential("RET-GATE-3", measure_at, n_max, cost_to=lambda n: _seconds_to(ret_study, n), order=ORDER,
                          model=ret_study["model"], dataset=ret_study["dataset"], technique=ret_study["technique"],
                          queries_available=n_max)
 
@@ -196,13 +209,13 @@ def test_hypothesis_answer_alignment(ret_study, rag_check_sequential):
             aligned.append(hypothesis_alignment(res, r["options"], r["gold_index"]))
         rate = float(np.mean(aligned)) if aligned else float("nan")
         return proportion_effect(aligned, confidence=confidence), _ctx(
-            study, available=len(aligned), top_coverage_ties=ties,
+            study, aligned_of=len(aligned), top_coverage_ties=ties,
             matching="token F1, best option, ties unmatched; a tie for the top coverage credits no hypothesis",
             flag_below_50=bool(aligned) and rate < 0.5)
 
     mcq = ret_study["draws"]["mcq"]
-    rag_check_sequential("RET-GATE-4", measure_at, mcq.available, cost_to=mcq.seconds_to, model=ret_study["model"],
-                         dataset=ret_study["dataset"], technique=ret_study["technique"],
+    rag_check_sequential("RET-GATE-4", measure_at, mcq.available, cost_to=mcq.seconds_to, order=ORDER,
+                         model=ret_study["model"], dataset=ret_study["dataset"], technique=ret_study["technique"],
                          queries_available=mcq.available)
 
 

@@ -61,7 +61,8 @@ def looks_text(entry: dict[str, Any]) -> str:
         return ""
     order = seq.get("query_order") or {}
     how = (f", random order, seed {order.get('seed')}" if order.get("order") == "random"
-           else ", natural order" if order.get("order") == "natural" else "")
+           else ", natural order" if order.get("order") == "natural"
+           else f", {order['order']}" if order.get("order") else "")  # a study's own order, as it describes it
     how += f"; {entry['interval']} interval" if entry.get("interval") else ""
     where = f"look {seq['stopped_at_look']}/{len(seq['looks'])} ({seq['queries_used']} of ≤{seq['looks'][-1]}{how})"
     if seq.get("decision_probability") is not None:  # futile: its last look could hardly have decided it
