@@ -40,9 +40,10 @@ class _Batch:
     written: dict[str, int]
     failed: dict[str, list[str]]
     empty: dict[str, list[str]]
-    wall: float
+    wall: float  # the set-up's seconds included
     chunks: int
-    not_started: int = 0  # results the run's cost cap (--max-cost) left undrawn
+    not_started: int = 0
+    setup: float = 0.0  # of `wall`, the run's set-up (services, index) where this batch started it  # results the run's cost cap (--max-cost) left undrawn
     measured_at: str | None = None  # where replayed: when an earlier run measured it
 
 
@@ -82,11 +83,12 @@ class DrawnStudy:
 
     def seconds_to(self, n: int) -> float | None:
         """Estimated seconds to draw the first `n` queries from here: the seconds per query of the batches drawn so
-        far times the queries still to draw; 0 where they are drawn; None where nothing is drawn to estimate from."""
+        far (the run's set-up left out) times the queries still to draw; 0 where they are drawn; None where nothing
+        is drawn to estimate from."""
         todo = max(min(n, self.selected) - self.drawn, 0)
         if not todo:
             return 0.0
-        return self.wall / self.drawn * todo if self.drawn else None
+        return (self.wall - sum(b.setup for b in self.batches)) / self.drawn * todo if self.drawn else None
 
     def upto(self, n: int) -> dict[str, list[dict[str, Any]]]:
         """Each experiment's rows for the first `n` queries (all where n exceeds them), in draw order, drawing those
@@ -121,9 +123,10 @@ class DrawnStudy:
         ids = [q.query_id for q in batch]
 
         def compute() -> _Batch:
-            t0 = time.perf_counter()
+            t0, setup = time.perf_counter(), 0.0
             if self._run is None:
                 self._run = self.start()
+                setup = time.perf_counter() - t0
             run = self._run
             not_started = run.summary.not_started
             first = self.drawn + 1  # the batch follows what is drawn
@@ -138,7 +141,7 @@ class DrawnStudy:
             failed = {e: sorted(set(s.failed[e]) & mine - {r["query_id"] for r in rows[e]}) for e in run.experiments}
             empty = {e: sorted(set(s.empty[e]) & set(failed[e])) for e in run.experiments}
             return _Batch(ids, rows, {e: len(rs) for e, rs in rows.items()}, failed, empty, wall, s.chunks,
-                          s.not_started - not_started)
+                          s.not_started - not_started, setup)
 
         if self.replay is None:
             return compute()

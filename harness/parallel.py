@@ -28,7 +28,7 @@ class LazyMap(Generic[T, R]):
     `concurrency` at once), so a claim decided at an early look (harness.stats.sequential) stops spending, and
     claims reading the same items share their results. `stage` names a progress line for each draw; `seconds_of(r)`,
     where given, is what a result took when it was measured (a replayed one: then, not now), and the pace that
-    `seconds_to` estimates from is the larger of it and the draw's wall time."""
+    `seconds_to` estimates from is the larger of the draw's wall time and their sum over the concurrency."""
 
     def __init__(self, fn: Callable[[T], R], items: Iterable[T], concurrency: int, *, stage: str | None = None,
                  seconds_of: Callable[[R], float] | None = None):
@@ -78,8 +78,8 @@ class LazyMap(Generic[T, R]):
                     wall = time.perf_counter() - t0
                     if self.stage:
                         bar.close()
-                if self.seconds_of is not None:  # results replayed as measured: their seconds then, not now
-                    wall = max(wall, sum(self.seconds_of(r) for r in new))
+                if self.seconds_of is not None and new:  # results replayed as measured: their seconds then
+                    wall = max(wall, sum(self.seconds_of(r) for r in new) / min(max(self.concurrency, 1), len(new)))
                 self._results += new
                 self.seconds += wall
             return self._results[:n]

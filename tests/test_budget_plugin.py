@@ -519,12 +519,12 @@ def test_reads_all(whole, rag_check):
 
 
 @pytest.mark.parametrize("admitted, need, verdict", [(1.0, 100.0, "budget"), (1.0, 5.0, "pass"), (1.0, None, "pass"),
-                                                     (20.0, 40.0, "pass")])
+                                                     (20.0, 40.0, "budget"), (20.0, 21.0, "pass")])
 def test_the_rest_of_a_study_is_asked_of_the_budget_where_it_costs_more_than_admitted(
         project: pytest.Pytester, admitted, need, verdict):
     """Admitted at the book's 1 s, the rest at 100 s does not fit a 30 s budget: refused before it is drawn. At 5 s
-    it fits; with nothing drawn to estimate from (None) the admission stands. Admitted at 20 s, a rest of 40 s asks
-    for the 20 s past the admission, which fits (all 40 s would not)."""
+    it fits; with nothing drawn to estimate from (None) the admission stands. Admitted at 20 s, a rest of 40 s is
+    asked whole (the admission reserved nothing) and does not fit; one of 21 s is within the admission's margin."""
     path = project.path / ".cache" / "rag-harness" / "budget" / "costs-local-smollm2-135m-instruct.json"
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps({"source": "test", "fixtures": {"whole": admitted}, "fixture_calls": {"whole": 1},

@@ -67,3 +67,6 @@ def test_lazy_map_paces_replayed_results_at_the_seconds_they_took_when_measured(
     lazy.upto(10)  # instant now (a replay), 2 s each when measured
     assert lazy.seconds == pytest.approx(20.0, abs=0.05)
     assert lazy.seconds_to(30) == pytest.approx(40.0, abs=0.1)
+    side_by_side = LazyMap(lambda x: {"seconds": 2.0}, range(30), 4, seconds_of=lambda r: r["seconds"])
+    side_by_side.upto(8)  # measured 4 at a time: 8 questions of 2 s took 4 s
+    assert side_by_side.seconds == pytest.approx(4.0, abs=0.05)

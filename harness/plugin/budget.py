@@ -51,8 +51,9 @@ def ask_for_rest(config: pytest.Config, fixture: str, key: str, need_s: float | 
     """Before a study drawn in looks draws its rest for the claims about its whole selection (the set-up of the
     wider fixture `fixture`, which has spent `spent_s` so far): the budget admitted those claims with that set-up's
     seconds as last measured; where the study's own pace says the rest costs more than what is left of that
-    (`need_s`: fewer queries drawn before it than last time), the difference is asked of the budget under `key`,
-    worth the decisions of every claim that reads the set-up, and refused raises `NotWithinBudget` (`what` says how
+    (`need_s`: fewer queries drawn before it than last time), the rest is asked of the budget under `key` (the
+    admission reserved nothing: all of it must fit what is left), worth the decisions of every claim that reads the
+    set-up, and refused raises `NotWithinBudget` (`what` says how
     far the study got): the claims read "not decided within the budget". None (no pace to estimate from) asks
     nothing: the set-up draws a first look on its admission, as a claim does, and asks before the rest."""
     from harness.budget import SAFETY, NotWithinBudget
@@ -61,8 +62,8 @@ def ask_for_rest(config: pytest.Config, fixture: str, key: str, need_s: float | 
     if budget is None or not need_s:
         return
     left = max(budget.allocator.fixture_s.get(fixture, 0.0) - spent_s, 0.0)
-    if need_s > left * SAFETY:
-        why = budget.rest_of_set_up(fixture, key, need_s - left)
+    if need_s > left * SAFETY:  # the admission reserved nothing: the whole rest is asked of what is left
+        why = budget.rest_of_set_up(fixture, key, need_s)
         if why is not None:
             raise NotWithinBudget(f"{why} ({what})")
 
