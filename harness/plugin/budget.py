@@ -55,7 +55,7 @@ def ask_for_rest(config: pytest.Config, fixture: str, key: str, need_s: float | 
     admission reserved nothing: all of it must fit what is left), worth the decisions of every claim that reads the
     set-up, and refused raises `NotWithinBudget` (`what` says how
     far the study got): the claims read "not decided within the budget". None (no pace to estimate from) asks
-    nothing: the set-up draws a first look on its admission, as a claim does, and asks before the rest."""
+    nothing: the set-up draws one item first, on its admission, and asks before the rest."""
     from harness.budget import SAFETY, NotWithinBudget
 
     budget = budget_of(config)

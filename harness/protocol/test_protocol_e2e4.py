@@ -62,11 +62,11 @@ def study(e2e4_draws, rag_budget_rest, request):
     budget (--budget) admitted its users with this set-up's seconds as last measured; where the study's own pace
     says the rest costs more than that (fewer queries drawn before it than last time), the difference is asked of
     the budget first, and refused the claims read "not decided within the budget". With nothing drawn yet (no pace
-    to estimate from), a first look is drawn on the admission, as a sequential claim's is."""
+    to estimate from), one query is drawn first, on the admission, and its pace estimates the rest."""
     draws = e2e4_draws["draws"]
     t0 = time.perf_counter()
-    if draws.seconds_to(draws.selected) is None:  # no pace to estimate from: a first look on the admission
-        draws.upto(draws.look_every)
+    if draws.seconds_to(draws.selected) is None:  # no pace to estimate from: one query first, on the admission
+        draws.upto(1)
     rag_budget_rest("study", f"{request.node.nodeid}::study", draws.seconds_to(draws.selected),
                     f"the study has drawn {draws.drawn} of its {draws.selected} queries; these claims read all of them",
                     spent_s=time.perf_counter() - t0)

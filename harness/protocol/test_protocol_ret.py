@@ -138,14 +138,14 @@ def _seconds_to(ret_study, n: int | None = None) -> float | None:
 
 
 @pytest.fixture(scope="module")
-def ret_all(ret_study, rag_budget_rest, rag_config, request):
+def ret_all(ret_study, rag_budget_rest, request):
     """Every question of both sets drawn, for the gates read on the whole study (1, 2, 5, 6): the rest of it, asked of
     the budget where it costs more than admitted (`rag_budget_rest`); with nothing drawn yet (no pace to estimate
-    from), a first look of each set is drawn on the admission, as a sequential claim's is."""
+    from), one question is drawn first, on the admission, and its pace estimates the rest."""
     draws = ret_study["draws"]
     t0 = time.perf_counter()
-    if _seconds_to(ret_study) is None:
-        _drawn(ret_study, rag_config.harness.sequential.look_every)
+    if _seconds_to(ret_study) is None:  # no pace to estimate from: one question first, on the admission
+        draws["mcq"].upto(1)
     what = (f"the study has drawn {draws['mcq'].drawn} of {draws['mcq'].available} MCQ and {draws['open'].drawn} of "
             f"{draws['open'].available} open questions; these gates read all of them")
     rag_budget_rest("ret_all", f"{request.node.nodeid}::ret_all", _seconds_to(ret_study), what,
