@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Sequence
 
 from harness.data.experiment import QueryInput
+from harness.parallel import seconds_for
 from harness.runner import ExperimentRun, RunSummary
 
 __all__ = ["DRAW_ORDER", "DrawnStudy", "draw_order"]
@@ -42,8 +43,8 @@ class _Batch:
     empty: dict[str, list[str]]
     wall: float  # the set-up's seconds included
     chunks: int
-    not_started: int = 0
-    setup: float = 0.0  # of `wall`, the run's set-up (services, index) where this batch started it  # results the run's cost cap (--max-cost) left undrawn
+    not_started: int = 0  # results the run's cost cap (--max-cost) left undrawn
+    setup: float = 0.0  # of `wall`, the run's set-up (services, index) where this batch started it
     measured_at: str | None = None  # where replayed: when an earlier run measured it
 
 
@@ -85,10 +86,7 @@ class DrawnStudy:
         """Estimated seconds to draw the first `n` queries from here: the seconds per query of the batches drawn so
         far (the run's set-up left out) times the queries still to draw; 0 where they are drawn; None where nothing
         is drawn to estimate from."""
-        todo = max(min(n, self.selected) - self.drawn, 0)
-        if not todo:
-            return 0.0
-        return (self.wall - sum(b.setup for b in self.batches)) / self.drawn * todo if self.drawn else None
+        return seconds_for(self.wall - sum(b.setup for b in self.batches), self.drawn, min(n, self.selected) - self.drawn)
 
     def upto(self, n: int) -> dict[str, list[dict[str, Any]]]:
         """Each experiment's rows for the first `n` queries (all where n exceeds them), in draw order, drawing those
@@ -102,7 +100,7 @@ class DrawnStudy:
         out: dict[str, list[dict[str, Any]]] = {e: [] for b in self.batches for e in b.rows}
         for b in self.batches:
             for e, rows in b.rows.items():
-                out.setdefault(e, []).extend(r for r in rows if r["query_id"] in ids)
+                out[e].extend(r for r in rows if r["query_id"] in ids)
         return {e: sorted(rows, key=lambda r: ids[r["query_id"]]) for e, rows in out.items()}
 
     def summary(self) -> RunSummary:

@@ -12,6 +12,14 @@ T = TypeVar("T")
 R = TypeVar("R")
 
 
+def seconds_for(seconds: float, done: int, todo: int) -> float | None:
+    """The seconds `todo` more items take at the pace of `done` items that took `seconds`: 0 with none to do, None
+    with none done (no pace to estimate from)."""
+    if todo <= 0:
+        return 0.0
+    return seconds / done * todo if done else None
+
+
 def ordered_map(fn: Callable[[T], R], items: Iterable[T], concurrency: int) -> list[R]:
     """`[fn(x) for x in items]` with at most `concurrency` running at once (sequential at 1); each task runs in
     a copy of the caller's context. The first exception raised by a task is raised here."""
@@ -41,10 +49,7 @@ class LazyMap(Generic[T, R]):
     def seconds_to(self, n: int) -> float | None:
         """Estimated seconds to draw the first `n` items from here: the seconds per item of the draws so far times
         the items still to draw; 0 where they are drawn; None where nothing is drawn to estimate from."""
-        todo = max(min(n, len(self.items)) - len(self._results), 0)
-        if not todo:
-            return 0.0
-        return self.seconds / len(self._results) * todo if self._results else None
+        return seconds_for(self.seconds, len(self._results), min(n, len(self.items)) - len(self._results))
 
     @property
     def available(self) -> int:

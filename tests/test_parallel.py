@@ -70,3 +70,11 @@ def test_lazy_map_paces_replayed_results_at_the_seconds_they_took_when_measured(
     side_by_side = LazyMap(lambda x: {"seconds": 2.0}, range(30), 4, seconds_of=lambda r: r["seconds"])
     side_by_side.upto(8)  # measured 4 at a time: 8 questions of 2 s took 4 s
     assert side_by_side.seconds == pytest.approx(4.0, abs=0.05)
+
+
+def test_seconds_for_is_the_pace_of_what_was_done_times_what_is_left():
+    from harness.parallel import seconds_for
+
+    assert seconds_for(12.0, 4, 6) == 18.0  # 3 s each, by hand
+    assert seconds_for(12.0, 4, 0) == 0.0 and seconds_for(12.0, 4, -2) == 0.0  # nothing left to do
+    assert seconds_for(0.0, 0, 5) is None  # nothing done: no pace

@@ -53,8 +53,8 @@ def ask_for_rest(config: pytest.Config, fixture: str, key: str, need_s: float | 
     seconds as last measured; where the study's own pace says the rest costs more than what is left of that
     (`need_s`: fewer queries drawn before it than last time), the rest is asked of the budget under `key` (the
     admission reserved nothing: all of it must fit what is left), worth the decisions of every claim that reads the
-    set-up, and refused raises `NotWithinBudget` (`what` says how
-    far the study got): the claims read "not decided within the budget". None (no pace to estimate from) asks
+    set-up, and refused raises `NotWithinBudget` (`what` says how far the study got): the claims read "not decided
+    within the budget". None (no pace to estimate from) asks
     nothing: the set-up draws one item first, on its admission, and asks before the rest."""
     from harness.budget import SAFETY, NotWithinBudget
 

@@ -180,8 +180,9 @@ def rag_check_sequential(request: pytest.FixtureRequest, rag_check: Callable[...
     looks (a look below it cannot stop the claim as supported) and the error gate decides at an interim look only
     when the failure rate's Clopper-Pearson lower bound exceeds 10% (`harness.stats._verdict.decide`).
     `order`, where given, says in what order the queries are drawn where they are not in --query-order's (a study
-    with an order of its own: `{"order": description, "seed": seed or None}`); the row records it. `cost_to(n)`, where given, estimates the seconds still to spend to measure n queries: for queries drawn from a
-    study other claims read too (`harness.e2e4_study`), whose queries one claim may find drawn by another, the
+    with an order of its own: `{"order": description, "seed": seed or None}`); the row records it. `cost_to(n)`,
+    where given, estimates the seconds still to spend to measure n queries: for queries drawn from a study other
+    claims read too (`harness.e2e4_study`), whose queries one claim may find drawn by another, the
     budget asks it, not this claim's own seconds per query, before each later look (None: no estimate yet).
     Under --estimate-cost every query is drawn (the spend's upper bound). An undecided claim stops early, as
     "futile at look k", where its last look could hardly decide it (`harness.sequential.futility`, non-binding: the

@@ -60,7 +60,7 @@ def e2e4_draws(rag_uncached_llm, rag_embedder, rag_config, rag_kb, rag_replay, t
 def study(e2e4_draws, rag_budget_rest, request):
     """Every selected query drawn, for the claims about the whole selection: the study's rest, batch by batch. The
     budget (--budget) admitted its users with this set-up's seconds as last measured; where the study's own pace
-    says the rest costs more than that (fewer queries drawn before it than last time), the difference is asked of
+    says the rest costs more than that (fewer queries drawn before it than last time), the whole rest is asked of
     the budget first, and refused the claims read "not decided within the budget". With nothing drawn yet (no pace
     to estimate from), one query is drawn first, on the admission, and its pace estimates the rest."""
     draws = e2e4_draws["draws"]

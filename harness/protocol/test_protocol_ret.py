@@ -16,7 +16,7 @@ import pytest
 from harness.replay import replayed_context
 from harness.data import load_experiment_inputs
 from harness.retrieval.index.lancedb_store import LanceStore
-from harness.parallel import LazyMap
+from harness.parallel import LazyMap, seconds_for
 from harness.retrieval import Retriever
 from harness.stats import mcnemar
 from harness.stats._effect import paired_effect, proportion_effect
@@ -132,9 +132,8 @@ def _drawn(ret_study, n: int | None = None, sets: tuple[str, ...] = ("mcq", "ope
 def _seconds_to(ret_study, n: int | None = None) -> float | None:
     """Estimated seconds to draw the first `n` questions of each set (None: all), at the pace of those drawn."""
     maps = ret_study["draws"].values()
-    drawn, seconds = sum(m.drawn for m in maps), sum(m.seconds for m in maps)
-    todo = sum(max(min(n if n is not None else m.available, m.available) - m.drawn, 0) for m in maps)
-    return 0.0 if not todo else seconds / drawn * todo if drawn else None
+    return seconds_for(sum(m.seconds for m in maps), sum(m.drawn for m in maps),
+                       sum(max(min(n if n is not None else m.available, m.available) - m.drawn, 0) for m in maps))
 
 
 @pytest.fixture(scope="module")
