@@ -78,3 +78,4 @@ def test_seconds_for_is_the_pace_of_what_was_done_times_what_is_left():
     assert seconds_for(12.0, 4, 6) == 18.0  # 3 s each, by hand
     assert seconds_for(12.0, 4, 0) == 0.0 and seconds_for(12.0, 4, -2) == 0.0  # nothing left to do
     assert seconds_for(0.0, 0, 5) is None  # nothing done: no pace
+    assert seconds_for(0.0, 0, 0) == 0.0  # nothing to do needs no pace
