@@ -6,8 +6,10 @@ choice was made among. `harness.stats.calibration_sides` runs the vectorised cop
 (`tests/test_calibration_sides_equal.py` proves them equal). `pytest -m benchmark benchmarks/test_side_calibration.py`.
 
 Populations: the harness's own dense, BM25 and hybrid runs on Cranfield (225 topics) and on a seeded sample of 3,000
-halueval-qa questions (one gold passage each), and the recorded per-query scores of the protocol's own claims
-(SmolLM2, 30 queries each: `fixtures/sequential/smollm2-fixed30.json`). A process under one of the statistics
+halueval-qa questions (one gold passage each), the recorded per-query scores of the protocol's own claims
+(SmolLM2, 30 queries each: `fixtures/sequential/smollm2-fixed30.json`), and for Cohen's κ (JUDGE-KAPPA, decided in
+looks since issue 37) the lexical baseline's rulings on 3,000 seeded HaluEval items and SmolLM2's recorded rulings on 400
+(`fixtures/calibration/judge_rulings.json`). A process under one of the statistics
 controls these specs name reads the retrieval runs from `fixtures/calibration/retrieval_runs.json` where they were
 recorded from the very same sets, embedder and sample (the control breaks the statistics, not the retrieval, so
 indexing and searching the sets again would only recompute the same numbers); the real run computes them live and
@@ -18,6 +20,7 @@ from __future__ import annotations
 import json
 import os
 from pathlib import Path
+from typing import Callable
 
 import numpy as np
 import pytest
@@ -36,7 +39,10 @@ POWER_SIMS = 1000
 SHIFTS = (-2.0, -1.0, -0.5, 0.5, 1.0, 2.0)  # the truth in MDEs from the threshold
 LIMIT = sides.NOMINAL_SIDE + 2 * sides.side_se(SIMS)  # 0.0299
 RECORDED = Path(__file__).resolve().parents[1] / "fixtures" / "sequential" / "smollm2-fixed30.json"
-KIND_OF_SPEC = {"DIFFERENCE": "difference", "RELATIVE": "relative", "BINARY": "binary", "RATE": "proportion"}
+KIND_OF_SPEC = {"DIFFERENCE": "difference", "RELATIVE": "relative", "BINARY": "binary", "RATE": "proportion",
+                "KAPPA": "kappa"}
+KAPPA_ITEMS = 3000  # seeded HaluEval items (half right, half hallucinated answers), as JUDGE-KAPPA's study draws them
+JUDGE_RULINGS = Path(__file__).resolve().parents[1] / "fixtures" / "calibration" / "judge_rulings.json"
 RUNS = Path(__file__).resolve().parents[1] / "fixtures" / "calibration" / "retrieval_runs.json"
 SETS = {"cranfield": None, "halueval-qa": 3000}  # each set's judged queries the runs take: all, or a seeded sample
 
@@ -82,6 +88,30 @@ def runs(rag_beir_dataset, rag_embedder, rag_config) -> dict[str, dict[str, np.n
 
 
 @pytest.fixture(scope="module")
+def kappa_rulings(rag_qa_set) -> dict[str, tuple[list, list]]:
+    """Real judges' rulings on JUDGE-KAPPA's kind of items, with the items' labels: the lexical baseline (no model) on
+    a seeded sample of `KAPPA_ITEMS` HaluEval items, and each recorded LLM judge's first rulings
+    (`fixtures/calibration/judge_rulings.json`, `benchmarks/record_judge_rulings.py`: failed rulings included, a
+    third value of the contrast). A judge that never fails, on labels half and half, has κ = 2·agreement − 1: at the
+    threshold every such judge is the same population (agreement 0.7), so one lexical judge stands for all of them."""
+    from harness.judge import LexicalJudge
+    from harness.judge.labelled import halueval_items
+
+    items = halueval_items(rag_qa_set("judge"), KAPPA_ITEMS, seed=SEED)
+    out = {"lexical": ([LexicalJudge().supported(i.item) for i in items], [i.supported for i in items])}
+    for judge, rec in json.loads(JUDGE_RULINGS.read_text())["judges"].items():
+        out[f"{judge} (recorded, {rec['items']} items)"] = (rec["verdicts"], rec["labels"])
+    return out
+
+
+@pytest.fixture(scope="module")
+def kappa_populations(kappa_rulings) -> list[tuple[sides.Population, str, float]]:
+    """JUDGE-KAPPA's claim (κ >= 0.4, labels half and half) on each real judge's rulings."""
+    return [(sides.kappa_population(f"halueval-qa κ {name}", verdicts, labels), ">=", 0.4)
+            for name, (verdicts, labels) in kappa_rulings.items()]
+
+
+@pytest.fixture(scope="module")
 def populations(runs) -> list[tuple[sides.Population, str, float]]:
     """(population, comparator, threshold) of every claim kind on every real population."""
     cr, hq = runs["cranfield"], runs["halueval-qa"]
@@ -124,8 +154,8 @@ class Studies:
     [(population, shape, {rule: SideResult}, {rule: {shift: P(right verdict)}}, MDE)]; `unreachable` names the
     populations whose values cannot reach their threshold (every query on one side of it)."""
 
-    def __init__(self, populations: list[tuple[sides.Population, str, float]]) -> None:
-        self.populations = populations
+    def __init__(self, populations_of: Callable[[str], list[tuple[sides.Population, str, float]]]) -> None:
+        self.populations_of = populations_of  # a kind's populations, read on first use (κ's need no retrieval run)
         self.unreachable: dict[str, list[str]] = {}
         self._rows: dict[tuple[str, int], list] = {}
 
@@ -139,7 +169,7 @@ class Studies:
 
         for n_max in DESIGNS:
             self._rows[(kind, n_max)] = []
-        for i, (pop, comparator, threshold) in enumerate(self.populations):
+        for i, (pop, comparator, threshold) in enumerate(self.populations_of(kind)):
             if pop.kind != kind:
                 continue
             if not _reachable(pop, threshold):
@@ -152,7 +182,7 @@ class Studies:
                                               seed=SEED + i)
                        for rule in (("before", "after", "t", "hall") if figures_only else ("after",))
                        if _has_rule(rule, kind)}
-                if n_max == 30 and figures_only:  # the candidate of a later first look: t at looks 20 and 30
+                if n_max == 30 and figures_only and _has_rule("t", kind):  # a later first look: t at looks 20, 30
                     res["t-first-look-20"] = sides.side_study(pop, (20, 30), threshold, rule="t", comparator=comparator,
                                                               sims=SIMS, seed=SEED + i)
                 step = sides.mde(pop, threshold, n_max)
@@ -176,8 +206,8 @@ def _has_rule(rule: str, kind: str) -> bool:
 
 
 @pytest.fixture(scope="module")
-def studies(populations) -> Studies:
-    return Studies(populations)
+def studies(request) -> Studies:
+    return Studies(lambda kind: request.getfixturevalue("kappa_populations" if kind == "kappa" else "populations"))
 
 
 def _ctx(**kw):

@@ -85,3 +85,38 @@ def test_vectorised_verdicts_equal_the_production_path(rule):
     assert total * len(LOOKS) == 1050
 
 
+
+
+JUDGE_RULINGS = Path(__file__).resolve().parents[1] / "fixtures" / "calibration" / "judge_rulings.json"
+
+
+def test_vectorised_kappa_verdicts_equal_the_production_path():
+    """κ decided in looks (JUDGE-KAPPA): the vectorised rule equals `kappa_effect_at` → `decide` claim by claim and
+    look by look (300 claim-looks: 100 claims × looks at 10, 20 and 30 items), on claims drawn from the default
+    judge's recorded rulings on HaluEval (`fixtures/calibration/judge_rulings.json`, failed rulings included) with
+    the truth at the threshold and far below it; the interval the verdict reads is equal too."""
+    from harness.judge.reliability import kappa_effect_at
+    from harness.stats.kappa import kappa_contrast
+
+    (rec,) = json.loads(JUDGE_RULINGS.read_text())["judges"].values()
+    verdicts, labels = rec["verdicts"], rec["labels"]
+    assert any(v is None for v in verdicts)  # the population holds failed rulings (a third value of the contrast)
+    pop = sides.kappa_population("recorded judge", verdicts, labels)
+    design = SequentialDesign(LOOKS, boundary="anytime")
+    rng = np.random.default_rng(37)
+    idx = np.concatenate([rng.choice(len(verdicts), size=(50, LOOKS[-1]), p=sides.truth_weights(pop, truth))
+                          for truth in (0.4, 0.0)])  # at the threshold, and far below it (refuted claims)
+    A, B = pop.candidate[idx], pop.baseline[idx]
+    decided = 0
+    for n, conf in zip(design.looks, design.confidences):
+        lo, hi, blocked, reach = rules.AFTER["kappa"](A[:, :n], B[:, :n], conf, 0.4, pop.bounds)
+        sup, ref = rules.verdicts(lo, hi, blocked, reach, ">=", 0.4)
+        for i in range(len(idx)):
+            with anytime_intervals():
+                e = kappa_effect_at([verdicts[j] for j in idx[i, :n]], [labels[j] for j in idx[i, :n]],
+                                    right_share=0.5, confidence=conf)
+            v = decide(e, ">=", 0.4, Decision("ci")).verdict
+            assert (v == "supported", v == "refuted") == (bool(sup[i]), bool(ref[i])), (n, i, v)
+            assert (lo[i], hi[i]) == pytest.approx(kappa_contrast(e, 0.4).ci, rel=1e-9, abs=1e-12), (n, i)
+            decided += v in ("supported", "refuted")
+    assert 0 < decided < len(idx) * len(LOOKS)  # the comparison saw decided and undecided claim-looks

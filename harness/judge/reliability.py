@@ -29,12 +29,14 @@ from typing import Any, Hashable, Sequence
 
 import numpy as np
 
-from harness.stats._effect import Effect, proportion_effect
+from harness.stats._effect import Effect, anytime_active, proportion_effect
+from harness.stats._scipy import stats as _st
+from harness.stats.kappa import kappa_sequence
 from harness.stats.intervals import Interval, wilson_interval
 
 __all__ = ["JudgeReliability", "KAPPA_FLOOR", "FLIP_CEILING", "accuracy", "cohen_kappa", "flip_effect", "flip_rate",
-           "hold_on_unreliable_judge", "kappa_effect", "kappa_interval", "krippendorff_alpha", "majority_verdict",
-           "recheck_effect", "recheck_flips"]
+           "hold_on_unreliable_judge", "kappa_effect", "kappa_effect_at", "kappa_interval", "krippendorff_alpha",
+           "majority_verdict", "recheck_effect", "recheck_flips"]
 
 KAPPA_FLOOR = 0.4
 FLIP_CEILING = 0.2
@@ -239,6 +241,23 @@ def kappa_effect(rel: JudgeReliability) -> Effect:
     sd = (hi - lo) / (2 * 1.959964) * math.sqrt(rel.n) if rel.n and math.isfinite(hi - lo) else math.nan
     return Effect("kappa", rel.kappa, rel.kappa_ci, rel.n, sd, interval_method="percentile bootstrap",
                   exact=rel.kappa_exact)
+
+
+def kappa_effect_at(verdicts: Sequence[bool | None], labels: Sequence[bool], *, right_share: float,
+                    confidence: float = 0.95, seed: int = 0) -> Effect:
+    """κ on these items as a verdict reads it at `confidence`: inside `anytime_intervals()` (a look of a claim decided
+    in looks) its betting confidence sequence, the labels' shares taken as the design's `right_share`
+    (`harness.stats.kappa.kappa_sequence`); else κ with its seeded percentile bootstrap interval, exact where the
+    judge gave every item one verdict and the labels vary (as `kappa_effect`)."""
+    if anytime_active():
+        return kappa_sequence(verdicts, labels, right_share=right_share, confidence=confidence)
+    v, y = list(verdicts), list(labels)
+    lo, hi = kappa_interval(v, y, confidence=confidence, seed=seed)
+    n = len(v)
+    z = float(_st.norm.ppf(0.5 + confidence / 2))
+    sd = (hi - lo) / (2 * z) * math.sqrt(n) if n and math.isfinite(hi - lo) else math.nan
+    return Effect("kappa", cohen_kappa(v, y), (lo, hi), n, sd, confidence=confidence,
+                  interval_method="percentile bootstrap", exact=len(set(v)) == 1 and len(set(y)) > 1)
 
 
 def hold_on_unreliable_judge(record: dict[str, Any], judges: dict[str, Any] | list[dict[str, Any]] | None) -> None:

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 __all__ = ["rag_dataset", "rag_dense_store", "rag_dense_retriever", "rag_bench_services", "rag_bench_queries",
-           "rag_uncached_llm", "rag_judge_agreement", "rag_kb", "rag_replay", "rag_budget_rest"]
+           "rag_uncached_llm", "rag_judge_draws", "rag_judge_agreement", "rag_kb", "rag_replay", "rag_budget_rest"]
 
 
 @pytest.fixture(scope="session")
@@ -99,18 +99,51 @@ def rag_replay(rag_config: Any, pytestconfig: pytest.Config) -> Any:
 
 
 @pytest.fixture(scope="session")
-def rag_judge_agreement(rag_judges: Any, rag_qa_set: Any, rag_config: Any, rag_replay: Any) -> Any:
-    """Every judge (and the lexical baseline) on a seeded sample of HaluEval items (half right, half
-    hallucinated answers, the gold passage as context), twice for LLM judges: κ, accuracy, flip rate, α.
-    `harness.judge.agreement_items` of them, at most --max-queries (at least 2)."""
+def rag_judge_draws(rag_judges: Any, rag_qa_set: Any, rag_config: Any, rag_replay: Any) -> Any:
+    """Every judge (and the lexical baseline) on a seeded sample of HaluEval items (half right, half hallucinated
+    answers, the gold passage as context), twice for LLM judges, drawn item by item on demand
+    (`harness.judge.study.AgreementDraws`): the first look's items here, in the set-up its claims share (so the
+    budget costs them once, whichever claim comes first), the rest as claims read them. `harness.judge.agreement_items`
+    items, at most --max-queries (at least 2). A later run on the same code, configuration and model replays each
+    item's rulings as measured (`rag_replay`)."""
     from harness.judge.labelled import halueval_items
-    from harness.judge.study import measure_agreement
+    from harness.judge.study import AgreementDraws, with_lexical
+    from harness.stats.sequential import first_look
 
     h = rag_config.harness
     qa = rag_qa_set("judge")
     items = halueval_items(qa, max(2, h.capped(h.judge.agreement_items)), seed=h.seed)
-    study, _ = rag_replay("judge-agreement", lambda: measure_agreement(rag_judges, items, qa.name, seed=h.judge.seed),
-                          judges=[j.name for j in rag_judges], labelled_set=qa.name, items=repr(items))
+    judges = with_lexical(rag_judges)
+
+    def keep(compute: Any, item: Any) -> Any:
+        return rag_replay("judge-item", compute, judges=[j.name for j in judges], labelled_set=qa.name,
+                          seed=h.judge.seed, item=repr(item))
+
+    draws = AgreementDraws(judges, items, qa.name, seed=h.judge.seed, keep=keep)
+    draws.draws.upto(first_look(h.sequential, len(items)))
+    return draws
+
+
+@pytest.fixture(scope="session")
+def rag_judge_agreement(rag_judge_draws: Any, rag_budget_rest: Any, request: pytest.FixtureRequest) -> Any:
+    """The agreement study over every item (`harness.judge.study.AgreementStudy`: κ, accuracy, flip rate, α), for
+    the claims that read all of them: the rest of `rag_judge_draws`, asked of the budget where it costs more than
+    admitted (`rag_budget_rest`); with nothing drawn yet, one item is drawn first and its pace estimates the rest."""
+    import time
+
+    from harness import provenance
+
+    draws = rag_judge_draws.draws
+    t0 = time.perf_counter()
+    if draws.seconds_to(draws.available) is None:  # no pace to estimate from: one item first, on the admission
+        draws.upto(1)
+    rag_budget_rest("rag_judge_agreement", f"{request.node.nodeid}::rag_judge_agreement",
+                    draws.seconds_to(draws.available),
+                    f"the judges have ruled on {draws.drawn} of {draws.available} items; these claims read all of them",
+                    spent_s=time.perf_counter() - t0)
+    study = rag_judge_draws.study_at(draws.available)
+    for rel in study.reliability.values():
+        provenance.note_judge(rel.as_context())
     return study
 
 

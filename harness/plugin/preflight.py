@@ -63,7 +63,8 @@ def pytest_collection_finish(session: pytest.Session):
 # fixtures that start a model or index a corpus: refused to a selected unit-tier test that no spec binds
 HEAVY_FIXTURES = frozenset({
     "rag_llm", "rag_local_llm_server", "rag_judges", "rag_uncached_llm", "rag_corpus", "rag_index", "rag_retriever",
-    "rag_dataset", "rag_dense_store", "rag_dense_retriever", "rag_bench_services", "rag_judge_agreement"})
+    "rag_dataset", "rag_dense_store", "rag_dense_retriever", "rag_bench_services", "rag_judge_draws",
+    "rag_judge_agreement"})
 
 
 def heavy_in_unit(items: Iterable[pytest.Item]) -> str:

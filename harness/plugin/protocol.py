@@ -92,10 +92,10 @@ def _family_missing(harness: Any, family: str, item: pytest.Item) -> str | None:
 
 def families_of(item: pytest.Item) -> list[str]:
     """The `harness.datasets` families a packaged claim reads: its `rag_data(...)` marks, and those its fixtures
-    imply (`rag_kb`: kb, `rag_judge_agreement`: judge, `rag_negatives_name`: negatives)."""
+    imply (`rag_kb`: kb, `rag_judge_draws`: judge, `rag_negatives_name`: negatives)."""
     fams = [f for m in item.iter_markers("rag_data") for f in m.args]
     names = set(getattr(item, "fixturenames", ()))
-    fams += [f for fixture, f in (("rag_kb", "kb"), ("rag_judge_agreement", "judge"),
+    fams += [f for fixture, f in (("rag_kb", "kb"), ("rag_judge_draws", "judge"),
                                   ("rag_negatives_name", "negatives")) if fixture in names]
     return list(dict.fromkeys(fams))
 

@@ -21,6 +21,7 @@ from harness.retrieval.rerank import make_reranker
 from harness.runner import ExperimentRun, run_experiments
 from harness.stats._effect import paired_effect, proportion_effect
 from harness.stats.sampling import ordered
+from harness.stats.sequential import first_look
 from harness.techniques.e2e4.evaluation import (abstains, all_queries_figure, compare, context_recall,
                                                 handles_out_of_kb, summarize)
 from harness.metrics._text import answer_match
@@ -33,8 +34,9 @@ FILES = {"e2": "e2_standard_rag.jsonl", "e3": "e3_filtered_rag.jsonl", "e4": "e4
 @pytest.fixture(scope="module")
 def e2e4_draws(rag_uncached_llm, rag_embedder, rag_config, rag_kb, rag_replay, tmp_path_factory):
     """The three experiments over --max-queries of the KB's queries (0 = all 150) in draw order (each query type in
-    turn), drawn on demand in batches of a look (`harness.sequential.look_every`): nothing runs until a claim reads
-    its queries. Uncached (LLM and embedding vectors), since stage timings and total wall time are specs: a cached
+    turn), drawn in batches of a look (`harness.sequential.look_every`): the first look's queries here, in the set-up
+    every claim of the study shares (so the budget costs them once, whichever claim comes first), the rest on demand,
+    as claims read them. Uncached (LLM and embedding vectors), since stage timings and total wall time are specs: a cached
     run would time cache lookups. A later run on the same code, configuration and model replays each batch as
     measured (`rag_replay`)."""
     llm = rag_uncached_llm
@@ -52,6 +54,7 @@ def e2e4_draws(rag_uncached_llm, rag_embedder, rag_config, rag_kb, rag_replay, t
     draws = DrawnStudy(start, selection, look_every=rag_config.harness.sequential.look_every, replay=rag_replay,
                        replay_parts={"model": llm.label, "kb": content_hash_of(rag_kb), "reranker": reranker.name,
                                      "embedder": getattr(rag_embedder, "name", "")})
+    draws.upto(first_look(rag_config.harness.sequential, len(selection)))
     return {"draws": draws, "selected": len(selection), "total": len(queries), "kb": rag_kb.name.split("-seed")[0],
             "model": llm.label, "reranker": reranker.name, "embedder_cache": "off", "concurrency": llm.concurrency}
 

@@ -1,5 +1,6 @@
-"""The judge's reliability in the benchmark tier: agreement with HaluEval's labels (Cohen's κ over every item, a
-failed ruling a disagreement; on fewer items than the spec's min_n it cannot be supported), its self-consistency
+"""The judge's reliability in the benchmark tier: agreement with HaluEval's labels (Cohen's κ, a failed ruling a
+disagreement, decided in looks over the items drawn so far: the study stops once κ is decided; on fewer items than
+the spec's min_n it cannot be supported), its self-consistency
 (flip rate against a second ruling in the rubric's other wording at the recheck temperature, uncached) and the
 judges' agreement (Krippendorff's α)."""
 from __future__ import annotations
@@ -8,10 +9,13 @@ import math
 
 import pytest
 
-from harness.stats._effect import Effect
+from harness.judge.reliability import kappa_effect_at
+from harness.replay import replayed_context
 from harness.stats.intervals import wilson_interval
 
 pytestmark = pytest.mark.benchmark
+# the order the items are drawn in (`rag_check_sequential`'s `order`; its seed `harness.seed`): the sample's own
+ORDER = "the labelled sample's seeded order (harness.judge.labelled.halueval_items)"
 
 
 def _ctx(study, rel, **kw):
@@ -20,24 +24,35 @@ def _ctx(study, rel, **kw):
 
 
 @pytest.mark.spec("JUDGE-KAPPA")
-def test_judge_agrees_with_labels(rag_judge_agreement, rag_judge_name, rag_check, rag_measure):
-    study = rag_judge_agreement
-    rel = study.reliability[rag_judge_name]
-    lo, hi = rel.kappa_ci
-    sd = (hi - lo) / (2 * 1.96) * math.sqrt(rel.n) if rel.n and math.isfinite(hi - lo) else float("nan")
+def test_judge_agrees_with_labels(rag_judge_draws, rag_judge_name, rag_check_sequential, rag_measure, rag_config):
+    draws = rag_judge_draws
+    share = draws.right_share
+    seen: dict = {}
+
+    def measure_at(n: int, confidence: float):  # the first n items, in the sample's seeded order
+        study = seen["study"] = draws.study_at(n)
+        rel, lexical = study.reliability[rag_judge_name], study.reliability["lexical"]
+        labels = [i.supported for i in study.items]
+        # a failed ruling counts as a disagreement; fewer items than the spec's min_n cannot support it
+        effect = kappa_effect_at(study.first[rag_judge_name], labels, right_share=share, confidence=confidence,
+                                 seed=draws.seed)
+        return effect, _ctx(study, rel, accuracy=rel.accuracy, accuracy_ci=list(rel.accuracy_ci),
+                            lexical_kappa=lexical.kappa, items=len(study.items), ruled=rel.n - rel.failures,
+                            kappa_ruled=rel.kappa_ruled, right_answers=sum(labels), kappa_right_share=share,
+                            kappa_sample=rel.kappa, **replayed_context(draws.replayed_from))
+
+    def final(n: int) -> dict:
+        return {"items": f"{n} of {draws.draws.available} drawn"}
+
+    rag_check_sequential("JUDGE-KAPPA", measure_at, draws.draws.available, final=final, cost_to=draws.draws.seconds_to,
+                         order={"order": ORDER, "seed": rag_config.harness.seed}, dataset=draws.labelled_set, queries_available=draws.draws.available)
+    study = seen["study"]
+    for r in (study.reliability[rag_judge_name], study.reliability["lexical"]):
+        rag_measure("judge_accuracy", r.accuracy, judge=r.judge, dataset=study.labelled_set, n=r.n,
+                    ci=list(r.accuracy_ci))
     lexical = study.reliability["lexical"]
-    for r in (rel, lexical):
-        rag_measure("judge_accuracy", r.accuracy, judge=r.judge, dataset=study.labelled_set, n=r.n, ci=list(r.accuracy_ci))
     rag_measure("judge_kappa", lexical.kappa, judge="lexical", dataset=study.labelled_set, n=lexical.n,
-            ci=list(lexical.kappa_ci))
-    # a judge that gives every item one label has kappa exactly 0 (every resample too): refuted, not inconclusive
-    effect = Effect("kappa", rel.kappa, rel.kappa_ci, rel.n, sd, interval_method="percentile bootstrap",
-                    exact=rel.kappa_exact)
-    # n: every item (failed rulings counted as disagreements); fewer than the spec's min_n cannot support it
-    rag_check("JUDGE-KAPPA", effect, **_ctx(study, rel, accuracy=rel.accuracy, accuracy_ci=list(rel.accuracy_ci),
-                                        lexical_kappa=lexical.kappa, items=len(study.items),
-                                        ruled=rel.n - rel.failures, kappa_ruled=rel.kappa_ruled,
-                                        right_answers=sum(i.supported for i in study.items)))
+                ci=list(lexical.kappa_ci))
 
 
 @pytest.mark.spec("JUDGE-FLIP-RATE")

@@ -20,6 +20,7 @@ from harness.parallel import LazyMap, seconds_for
 from harness.retrieval import Retriever
 from harness.stats import mcnemar
 from harness.stats._effect import paired_effect, proportion_effect
+from harness.stats.sequential import first_look
 from harness.techniques.e2e4.pipelines import index_kb
 from harness.techniques._registry import Services
 from harness.techniques.ret.triangulation import synthesis_prompt
@@ -46,8 +47,9 @@ def _run(question_id: str, correct: bool, res, q, seconds: float, trace: Trace, 
 def ret_study(rag_uncached_llm, rag_embedder, rag_config, rag_make_technique, rag_qa_set, rag_replay, tmp_path_factory):
     """Matched pairs, uncached: RET-GATE-6 is a latency figure and a cache hit would hide the model's time.
     Each run's wall time covers every call of the arm: retrieval, the RET calls and the choice / answer. The MCQ
-    and the open questions are drawn on demand (`harness.parallel.LazyMap`): gates 3 and 4 decide in looks and stop
-    drawing once decided; the others read the whole study (`ret_all`). A later run on the same code, configuration
+    and the open questions are drawn by `harness.parallel.LazyMap`: the first look's questions of each set here, in
+    the set-up the gates share (so the budget costs them once, whichever gate comes first), the rest on demand; gates
+    3 and 4 decide in looks and stop drawing once decided; the others read the whole study (`ret_all`). A later run on the same code, configuration
     and model replays each question's pair as measured (`rag_replay`)."""
     from harness.techniques.backends import persistent_index
 
@@ -115,6 +117,10 @@ def ret_study(rag_uncached_llm, rag_embedder, rag_config, rag_make_technique, ra
                             seconds_of=seconds_of),
              "open": LazyMap(kept("ret-open", one_open), open_qa, llm.concurrency,
                              stage="ret study, open QA (arms off/on)", seconds_of=seconds_of)}
+    settings = rag_config.harness.sequential
+    both = first_look(settings, max(len(mcq), len(open_qa)))  # gate 3's first look: that many of each set
+    draws["mcq"].upto(max(both, first_look(settings, len(mcq))))  # gate 4's: that many MCQ
+    draws["open"].upto(both)
     return {"draws": draws, "measured": measured, "model": llm.label, "prompt_variant": variant, "price": llm.price,
             "technique": arms["on"].name, "dataset": dataset}
 

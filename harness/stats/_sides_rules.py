@@ -2,7 +2,7 @@
 for the per-side calibration (`harness.stats.calibration_sides`). `tests/test_calibration_sides_equal.py` proves them
 equal to the production path (`paired_effect` / `proportion_effect` → `decide`) row by row.
 
-A rule maps a claim kind (difference, relative, binary, proportion) to a function
+A rule maps a claim kind (difference, relative, binary, proportion, kappa) to a function
 `(A, B, confidence, threshold, bounds) -> (lo, hi, blocked, reach)`: the interval the verdict reads, on the claim's
 scale (a relative claim decided on its linear contrast: θ0 + [lo, hi]/mean(b)), the rows the verdict cannot decide
 whatever the interval (no estimate, a zero-width interval), and the largest effect the metric can still reach over
@@ -10,8 +10,9 @@ the baseline (`Effect.attainable`; a '>=' or '>' claim whose threshold it does n
 
 - `BEFORE`: the code on main before issue 36: Student-t (the ties interval when every pair tied), the delta method
   for a ratio, Agresti-Min, Wilson, at the repeated-interval levels of the RCI design;
-- `AFTER`: the betting confidence sequence of every kind (a relative claim on its linear contrast), at 1 − α at
-  every look of the anytime design;
+- `AFTER`: the betting confidence sequence of every kind (a relative claim, and Cohen's κ, on its linear contrast),
+  at 1 − α at every look of the anytime design; for κ, `BEFORE` is the naive rule a κ claim in looks would read
+  without it (the delta method's fixed-n interval; κ was never sequential before issue 37);
 - `CANDIDATES`: the alternatives the choice was made among, on the RCI design: Student-t on the linear contrast,
   and Johnson's skewness-corrected t made monotone by Hall (1992).
 """
@@ -23,6 +24,7 @@ import numpy as np
 from harness.stats._scipy import stats as _st
 
 from harness.stats.betting import betting_bounds
+from harness.stats.kappa import contrast_range
 
 Bounds = tuple[float, float]
 Quad = tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]  # (lo, hi, blocked, reach), one entry per row
@@ -183,10 +185,39 @@ def hall_relative(A: np.ndarray, B: np.ndarray | None, confidence: float, thresh
     return _contrast(A, B, threshold, bounds, lambda L, lo, hi: _hall(L, confidence))
 
 
+# ---------------------------------------------------------------- Cohen's κ (harness.stats.kappa)
+def _kappa(A: np.ndarray, B: np.ndarray, threshold: float, bounds: Bounds, interval: Interval2) -> Quad:
+    """A κ claim (A: each item's u, B: its w; κ = mean(u)/mean(w)) on its linear contrast L = u − θ0·w, whose values lie
+    in `harness.stats.kappa.contrast_range` (bounds = (−m, 1), m the larger label share), its interval put on κ's
+    scale, θ0 + [lo, hi]/mean(w); κ can reach 1."""
+    lo, hi = interval(A - threshold * B, *contrast_range(-bounds[0], threshold))
+    mw = B.mean(axis=1)
+    lo, hi = threshold + lo / mw, threshold + hi / mw
+    return lo, hi, lo == hi, np.ones_like(lo)
+
+
+def after_kappa(A: np.ndarray, B: np.ndarray | None, confidence: float, threshold: float, bounds: Bounds) -> Quad:
+    assert B is not None  # κ's items have (u, w) pairs
+    return _kappa(A, B, threshold, bounds, lambda L, lo, hi: betting_bounds(L, lo, hi, confidence=confidence))
+
+
+def delta_kappa(A: np.ndarray, B: np.ndarray | None, confidence: float, threshold: float, bounds: Bounds) -> Quad:
+    """The naive rule: the delta method's Wald interval around κ̂ = mean(u)/mean(w), ±z·sd(ψ)/√n with
+    ψ = (u − κ̂·w)/mean(w), read at `confidence` at every look."""
+    assert B is not None  # κ's items have (u, w) pairs
+    n = A.shape[1]
+    mw = B.mean(axis=1)
+    est = A.mean(axis=1) / mw
+    psi = (A - est[:, None] * B) / mw[:, None]
+    half = _st.norm.ppf(0.5 + confidence / 2) * psi.std(axis=1, ddof=1) / np.sqrt(n)
+    lo, hi = est - half, est + half
+    return lo, hi, lo == hi, np.ones_like(lo)
+
+
 BEFORE: dict[str, Rule] = {"difference": before_difference, "relative": before_relative, "binary": before_binary,
-                           "proportion": before_proportion}
+                           "proportion": before_proportion, "kappa": delta_kappa}
 AFTER: dict[str, Rule] = {"difference": after_difference, "relative": after_relative, "binary": after_difference,
-                          "proportion": after_proportion}
+                          "proportion": after_proportion, "kappa": after_kappa}
 CANDIDATES: dict[str, dict[str, Rule]] = {
     "t": {"difference": before_difference, "relative": t_contrast_relative, "binary": before_binary,
           "proportion": before_proportion},

@@ -29,7 +29,7 @@ asks at least `min_n` items cannot pass or be supported on fewer (`below_min_n`:
 
 A relative claim (mean(c)/mean(b) − 1 vs θ0) whose effect kept its pairs is decided on the linear contrast
 c − (1 + θ0)·b against 0 (Fieller 1954; `harness.stats._effect.relative_contrast`), not on the ratio's delta-method
-interval, whose two sides err unequally. The error gate at an interim look of a sequential claim needs more than a
+interval, whose two sides err unequally; a κ sequence likewise on u − θ0·w (`harness.stats.kappa`). The error gate at an interim look of a sequential claim needs more than a
 rate above `MAX_FALLBACK_RATE`: the one-sided Clopper–Pearson lower bound (`ERROR_GATE_CONFIDENCE`) must exceed it, so
 that looking several times does not add false "error" verdicts. The queries needed for an undecided claim are those a
 new fixed-n study needs for 80% power at the observed distance from the threshold, with the SD at its one-sided 80%
@@ -45,6 +45,7 @@ from typing import Any, Literal
 from harness.stats._scipy import stats as _st
 
 from harness.stats._effect import Effect, relative_contrast
+from harness.stats.kappa import kappa_contrast
 from harness.stats.intervals import clopper_pearson_lower, ties_share
 
 # a verdict: three-valued for comparative claims (plus `error`), pass / fail for a point estimate
@@ -161,7 +162,7 @@ def decide(effect: Effect, comparator: Comparator, threshold: float, decision: D
         return Verdict("error", f"the arms' model calls failed on {error_rate:.0%} of queries ({how}): the failures "
                                 "were measured, not the technique (see the run's errors: the model, its key or its "
                                 "server)")
-    v = _decide(relative_contrast(effect, threshold), comparator, threshold, decision, p_value)
+    v = _decide(kappa_contrast(relative_contrast(effect, threshold), threshold), comparator, threshold, decision, p_value)
     if v.verdict == "supported" and fallback_rate is not None and fallback_rate > MAX_FALLBACK_RATE:
         return Verdict("inconclusive", f"{v.reason}, but the arms fell back or failed on {fallback_rate:.0%} of "
                                        f"queries (> {MAX_FALLBACK_RATE:.0%}): the fallback was measured",

@@ -4,7 +4,7 @@ of the interval the claim stopped with; and the truth moved 0.5, 1 and 2 MDEs ei
 
 A population is a real set of per-query pairs (candidate, baseline) or outcomes. Its truth is moved to a target by
 exponential tilting (Efron 1981): each query gets weight ∝ exp(λ·x_i), x_i the claim's per-query contrast (c − b;
-c − (1 + θ)·b for a ratio θ + 1; the outcome for a rate), λ solved so the weighted mean is the target. The tilted
+c − (1 + θ)·b for a ratio θ + 1; u − θ·w for Cohen's κ, `kappa_population`; the outcome for a rate), λ solved so the weighted mean is the target. The tilted
 population is the distribution closest to the real one (Kullback-Leibler) with that truth: same values, same ties,
 same skew up to the shift. Queries are then drawn with replacement from it, as a claim's random sample.
 
@@ -24,7 +24,7 @@ from harness.stats._scipy import stats as _st
 from harness.stats import _sides_rules as rules
 from harness.stats.sequential import SequentialDesign
 
-KINDS = ("difference", "relative", "binary", "proportion")
+KINDS = ("difference", "relative", "binary", "proportion", "kappa")
 NOMINAL_SIDE = 0.025  # each side of a 95% two-sided rule
 
 
@@ -46,11 +46,13 @@ class Population:
 
     def contrast(self, truth: float) -> np.ndarray:
         """The per-query values whose mean is `truth` exactly when the population's effect is `truth` (for a ratio:
-        c − (1 + truth)·b, mean 0)."""
+        c − (1 + truth)·b, mean 0; for κ, c = u and b = w per item: u − truth·w, mean 0)."""
         c = np.asarray(self.candidate, dtype=np.float64)
         if self.kind == "proportion":
             return c
         b = np.asarray(self.baseline, dtype=np.float64)
+        if self.kind == "kappa":
+            return c - truth * b
         return c - (1.0 + truth) * b if self.kind == "relative" else c - b
 
     def effect(self, w: np.ndarray | None = None) -> float:
@@ -61,7 +63,19 @@ class Population:
             return c
         assert self.baseline is not None  # every kind but a rate has baseline scores (__post_init__)
         b = float(np.dot(w, self.baseline))
+        if self.kind == "kappa":
+            return c / b
         return c / b - 1.0 if self.kind == "relative" else c - b
+
+
+def kappa_population(name: str, verdicts: Sequence[bool | None], labels: Sequence[bool],
+                     right_share: float = 0.5) -> Population:
+    """A judge's real rulings against labels as a κ population: each item's (u, w) (`harness.stats.kappa.kappa_terms`,
+    the labels' share taken as the design's `right_share`), bounds (−m, 1) with m the larger label share."""
+    from harness.stats.kappa import kappa_terms
+
+    u, w = kappa_terms(verdicts, labels, right_share)
+    return Population(name, "kappa", u, w, bounds=(-max(right_share, 1.0 - right_share), 1.0))
 
 
 def tilt(x: np.ndarray, target: float) -> np.ndarray:
@@ -84,7 +98,7 @@ def tilt(x: np.ndarray, target: float) -> np.ndarray:
 def truth_weights(pop: Population, truth: float) -> np.ndarray:
     """The population tilted so that its effect is exactly `truth`."""
     x = pop.contrast(truth)
-    return tilt(x, 0.0 if pop.kind == "relative" else truth)
+    return tilt(x, 0.0 if pop.kind in ("relative", "kappa") else truth)
 
 
 def shape(pop: Population, truth: float) -> dict[str, float]:
@@ -96,15 +110,17 @@ def shape(pop: Population, truth: float) -> dict[str, float]:
     m2, m3 = float(np.dot(w, (x - m) ** 2)), float(np.dot(w, (x - m) ** 3))
     vals, inv = np.unique(np.round(x, 12), return_inverse=True)
     mass = np.bincount(inv, weights=w)
-    if pop.kind == "proportion":
+    if pop.kind in ("proportion", "kappa"):  # the most common value's share (κ: of an item's contrast)
         tie = float(mass.max())
     else:
         tied = np.isclose(np.asarray(pop.candidate, float), np.asarray(pop.baseline, float), atol=1e-12)
         tie = float(w[tied].sum())
+    if pop.baseline is None or pop.kind == "kappa":
+        real_tie = float(np.max(np.unique(x, return_counts=True)[1]) / len(x))
+    else:
+        real_tie = float(np.mean(np.isclose(pop.candidate, pop.baseline, atol=1e-12)))
     return {"skewness": m3 / m2 ** 1.5 if m2 > 0 else 0.0, "tie_share": tie, "sd": m2 ** 0.5,
-            "real_skewness": float(_st.skew(x)), "real_tie_share": float(np.mean(
-                np.isclose(pop.candidate, pop.baseline, atol=1e-12))) if pop.baseline is not None else float(
-                np.max(np.unique(x, return_counts=True)[1]) / len(x))}
+            "real_skewness": float(_st.skew(x)), "real_tie_share": real_tie}
 
 
 def draw(pop: Population, truth: float, n: int, sims: int, rng: np.random.Generator
@@ -203,7 +219,7 @@ def mde(pop: Population, threshold: float, n: int, *, confidence: float = 0.95, 
     w = truth_weights(pop, threshold)
     x = pop.contrast(threshold)
     sd = float(np.sqrt(np.dot(w, (x - np.dot(w, x)) ** 2)))
-    if pop.kind == "relative":
+    if pop.kind in ("relative", "kappa"):
         assert pop.baseline is not None  # a ratio has baseline scores (Population.__post_init__)
         sd /= float(np.dot(w, pop.baseline))
     return float((_st.t.ppf(0.5 + confidence / 2, n - 1) + _st.t.ppf(power, n - 1)) * sd / np.sqrt(n))

@@ -206,6 +206,12 @@ class SequentialDesign:
                 "confidence": [round(c, 6) for c in self.confidences]}
 
 
+def first_look(settings: SequentialSettings, n_max: int) -> int:
+    """The queries a claim of at most `n_max` queries reads at its first look under `settings` (all of them with
+    sequential verdicts off, or under 2): what a study its claims share draws in its set-up."""
+    return SequentialDesign.for_claim(settings, n_max).looks[0] if n_max >= 2 else max(n_max, 0)
+
+
 @dataclass(frozen=True)
 class Look:
     """One look: queries used, the interval's nominal confidence, the effect there and the verdict it gave."""

@@ -69,6 +69,15 @@ def _naive_interval(mp: Any) -> None:
         mp.setitem(rules.AFTER, kind, rules.BEFORE[kind])
 
 
+@control("kappa-naive-interval",
+         breaks="a κ claim in looks reads the delta method's fixed-n 95% interval at every look instead of its linear "
+                "contrast's confidence sequence")
+def _kappa_naive(mp: Any) -> None:
+    from harness.stats import _sides_rules as rules
+
+    mp.setitem(rules.AFTER, "kappa", rules.delta_kappa)
+
+
 @control("error-gate-every-look",
          breaks="the error gate says 'error' at any look where the failure rate exceeds 10% (no Clopper-Pearson bound "
                 "at interim looks)")

@@ -1,0 +1,124 @@
+"""Cohen's κ of a judge against labels whose shares the study fixed, as a ratio of per-item means: its betting
+confidence sequence (anytime-valid: what a claim decided in looks reads) and its linear contrast at a threshold.
+
+A labelled set such as HaluEval's items (`harness.judge.labelled.halueval_items`) fixes the share r of items labelled
+"supported" by design. Chance agreement is then p_e = r·P(judge says supported) + (1 − r)·P(judge says unsupported),
+a failed ruling agreeing with neither label: the mean of e_i = r·[v_i = supported] + (1 − r)·[v_i = unsupported].
+So κ = (p_o − p_e) / (1 − p_e) = mean(u) / mean(w) with u_i = [v_i = y_i] − e_i and w_i = 1 − e_i, and κ ≥ θ exactly
+when mean(L) ≥ 0 for L_i = u_i − θ·w_i = [v_i = y_i] − θ − e_i·(1 − θ), whose values lie in
+[−θ − m·(1 − θ), 1 − θ] (m = max(r, 1 − r), θ ≤ 1). Each L is a bounded per-item value, so its mean has a betting
+confidence sequence (`harness.stats.betting`), holding each side at α/2 at every look; κ's interval is the set of θ
+whose contrast's sequence holds 0 (test inversion, as `harness.stats._effect`'s betting ratio), and a verdict
+decides on the contrast at the claim's own threshold (`kappa_contrast`), as a relative claim does.
+
+On the whole set with r its labels' share, mean(u) / mean(w) is `harness.judge.reliability.cohen_kappa` with a
+failed ruling a category of its own (tested equal); on a prefix it is κ with the labels' shares taken as the
+design's, not the prefix's.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import replace
+from typing import Sequence
+
+import numpy as np
+
+from harness.stats._effect import Effect
+from harness.stats.betting import betting_covers, betting_interval
+from harness.stats.intervals import Interval
+
+__all__ = ["contrast_range", "kappa_contrast", "kappa_sequence", "kappa_terms"]
+
+_GRID = 257  # points over κ's range [−1, 1] for the test inversion
+_REFINE = (65, 5)  # then `rounds` finer grids of `points` at each end
+
+
+def kappa_terms(verdicts: Sequence[bool | None], labels: Sequence[bool], right_share: float
+                ) -> tuple[np.ndarray, np.ndarray]:
+    """Per item (u_i, w_i), κ = mean(u) / mean(w): u_i = [v_i = y_i] − e_i, w_i = 1 − e_i, e_i the item's chance
+    agreement (`right_share` where the judge said supported, 1 − `right_share` where it said unsupported, 0 where its
+    ruling failed: None)."""
+    if len(verdicts) != len(labels):
+        raise ValueError(f"{len(verdicts)} verdicts for {len(labels)} labels")
+    if not 0.0 < right_share < 1.0:
+        raise ValueError(f"the labels' share of 'supported' must lie strictly between 0 and 1, got {right_share}")
+    agree = np.array([v is not None and v == y for v, y in zip(verdicts, labels)], dtype=np.float64)
+    chance = np.array([0.0 if v is None else (right_share if v else 1.0 - right_share) for v in verdicts],
+                      dtype=np.float64)
+    return agree - chance, 1.0 - chance
+
+
+def contrast_range(right_share: float, threshold: float) -> Interval:
+    """The range of L = [v = y] − θ − e·(1 − θ) over e in [0, m], m = max(r, 1 − r) (θ ≤ 1)."""
+    m = max(right_share, 1.0 - right_share)
+    return (-threshold - m * (1.0 - threshold), 1.0 - threshold)
+
+
+def _covers(u: np.ndarray, w: np.ndarray, right_share: float, thetas: np.ndarray, confidence: float) -> np.ndarray:
+    """Whether the contrast's confidence sequence holds 0 at each θ of `thetas` (θ ≤ 1)."""
+    lo, hi = zip(*(contrast_range(right_share, float(t)) for t in thetas))
+    rows = u[None, :] - thetas[:, None] * w[None, :]
+    return betting_covers(rows, np.array(lo), np.array(hi), 0.0, confidence=confidence)
+
+
+def _inverted(u: np.ndarray, w: np.ndarray, right_share: float, confidence: float) -> Interval:
+    """The θ in [−1, 1] whose contrast's sequence holds 0: the accepted points of a grid (with the estimate), each
+    end refined on finer grids between its last rejected and first accepted point; an end at −1 or 1 stays there."""
+    def accepts(t: np.ndarray) -> np.ndarray:
+        return _covers(u, w, right_share, np.asarray(t, dtype=np.float64), confidence)
+
+    def refine(outside: float, inside: float) -> float:
+        points, rounds = _REFINE
+        for _ in range(rounds):
+            grid = np.linspace(outside, inside, points)
+            k = int(np.argmax(accepts(grid)))  # the last point, `inside`, is accepted
+            outside, inside = float(grid[k - 1]), float(grid[k])
+        return inside
+
+    est = float(u.mean() / w.mean())
+    theta = np.union1d(np.linspace(-1.0, 1.0, _GRID), [min(max(est, -1.0), 1.0)])
+    ok = accepts(theta)
+    if not ok.any():
+        return (math.nan, math.nan)
+    i, j = int(np.argmax(ok)), int(len(ok) - 1 - np.argmax(ok[::-1]))
+    lo = refine(float(theta[i - 1]), float(theta[i])) if i > 0 else -1.0
+    hi = refine(float(theta[j + 1]), float(theta[j])) if j < len(theta) - 1 else 1.0
+    return (lo, hi)
+
+
+def kappa_sequence(verdicts: Sequence[bool | None], labels: Sequence[bool], *, right_share: float,
+                   confidence: float = 0.95) -> Effect:
+    """κ on these items (labels' share of "supported" taken as the design's `right_share`) with its betting
+    confidence sequence at `confidence` (interval_method "betting": anytime-valid); `sd` the delta method's, for
+    the queries needed; the per-item (u, w) kept as the effect's pairs, which `kappa_contrast` decides on."""
+    u, w = kappa_terms(verdicts, labels, right_share)
+    n = len(u)
+    if n == 0:
+        return Effect("kappa", math.nan, (math.nan, math.nan), 0, math.nan, confidence=confidence,
+                      interval_method="betting")
+    est = float(u.mean() / w.mean())  # w >= 1 − m > 0
+    psi = (u - est * w) / w.mean()
+    sd = float(psi.std(ddof=1)) if n > 1 else math.nan
+    m = max(right_share, 1.0 - right_share)
+    return Effect("kappa", est, _inverted(u, w, right_share, confidence), n, sd, confidence=confidence,
+                  interval_method="betting", attainable=(-1.0, 1.0), bounds=(-m, 1.0),
+                  pairs=(tuple(u.tolist()), tuple(w.tolist())))
+
+
+def kappa_contrast(effect: Effect, threshold: float) -> Effect:
+    """κ as its linear contrast at the claim's threshold θ: L_i = u_i − θ·w_i, whose mean is ≥ 0 exactly when κ ≥ θ.
+    Its betting interval (at the effect's confidence) is put on κ's scale, θ + [lo, hi] / mean(w), so that it lies
+    wholly above (below) θ exactly when the contrast's lies above (below) 0. An effect that is not a κ sequence
+    (another kind, another interval, no per-item values) is returned unchanged."""
+    if effect.kind != "kappa" or effect.pairs is None or effect.interval_method != "betting" or effect.bounds is None:
+        return effect
+    u, w = (np.asarray(x, dtype=np.float64) for x in effect.pairs)
+    if not len(u) or not threshold <= 1.0:
+        return effect
+    right_share = -float(effect.bounds[0])  # m = max(r, 1 − r): the range depends on r only through it
+    lo, hi = betting_interval(u - threshold * w, *contrast_range(right_share, threshold), confidence=effect.confidence)
+    mw = float(w.mean())
+    lin = u - threshold * w
+    sd = float(lin.std(ddof=1)) / mw if len(lin) > 1 else math.nan
+    return replace(effect, ci=(float(threshold + lo / mw), float(threshold + hi / mw)), sd=sd,
+                   interval_method=f"betting on the linear contrast u - {threshold:g}·w")
