@@ -155,7 +155,7 @@ class Studies:
     populations whose values cannot reach their threshold (every query on one side of it)."""
 
     def __init__(self, populations_of: Callable[[str], list[tuple[sides.Population, str, float]]]) -> None:
-        self.populations_of = populations_of  # a kind's populations, read on first use (κ's need no retrieval run)
+        self.populations_of = populations_of  # a kind's populations (κ's: real judges' rulings)
         self.unreachable: dict[str, list[str]] = {}
         self._rows: dict[tuple[str, int], list] = {}
 
@@ -206,8 +206,8 @@ def _has_rule(rule: str, kind: str) -> bool:
 
 
 @pytest.fixture(scope="module")
-def studies(request) -> Studies:
-    return Studies(lambda kind: request.getfixturevalue("kappa_populations" if kind == "kappa" else "populations"))
+def studies(populations, kappa_populations) -> Studies:
+    return Studies(lambda kind: kappa_populations if kind == "kappa" else populations)
 
 
 def _ctx(**kw):

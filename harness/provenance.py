@@ -35,10 +35,13 @@ def note_dataset(name: str, path: str | Path | None = None, *, content_hash: str
 
 
 def note_judge(reliability: dict[str, Any]) -> None:
-    """A judge's measured reliability (`harness.judge.JudgeReliability.as_context()`), keyed by judge and set;
-    the report shows it at the top, beside the judged figures."""
+    """A judge's measured reliability (`harness.judge.JudgeReliability.as_context()`), keyed by judge and set (of two
+    measurements, the one on more items: a study drawn in looks may note its first items before all of them); the
+    report shows it at the top, beside the judged figures."""
+    key = f"{reliability['judge']} on {reliability['labelled_set']}"
     with _LOCK:
-        _STATE["judges"][f"{reliability['judge']} on {reliability['labelled_set']}"] = dict(reliability)
+        if reliability.get("n", 0) >= _STATE["judges"].get(key, {}).get("n", 0):
+            _STATE["judges"][key] = dict(reliability)
 
 
 def note_technique(role: str, name: str, label: str) -> None:

@@ -47,9 +47,11 @@ def test_the_contrast_range_holds_every_per_item_value():
     for share in (0.5, 0.3, 0.8):
         for theta in (-1.0, -0.3, 0.0, 0.4, 0.9, 1.0):
             lo, hi = contrast_range(share, theta)
-            values = [a - theta - e * (1 - theta) for a in (0, 1) for e in (0.0, share, 1 - share)]
-            assert min(values) >= lo - 1e-12 and max(values) <= hi + 1e-12
-            assert min(values) == pytest.approx(lo) and max(values) == pytest.approx(hi)  # and no wider
+            # every (ruling, label) an item can have, through kappa_terms: its contrast u - theta*w
+            u, w = kappa_terms([True, True, False, False, None, None], [True, False, True, False, True, False], share)
+            values = u - theta * w
+            assert values.min() >= lo - 1e-12 and values.max() <= hi + 1e-12
+            assert values.min() == pytest.approx(lo)  # the lower end is reached (a wrong ruling, the larger label)
 
 
 def test_the_interval_is_the_thresholds_whose_contrast_holds_zero():
@@ -89,27 +91,50 @@ def test_inside_a_look_kappa_is_the_sequence_and_outside_the_bootstrap():
     assert fixed.interval_method == "percentile bootstrap" and fixed.estimate == cohen_kappa(verdicts, labels)
     one = kappa_effect_at([True] * 40, labels, right_share=0.5)
     assert one.exact and one.ci == (0.0, 0.0)  # one verdict everywhere: 0 in every resample
+    assert not kappa_effect_at([True] * 40, labels, right_share=0.5, of_all=False).exact  # a prefix: not exact
     with anytime_intervals():  # in looks a prefix proves nothing of the items not yet drawn
         assert not kappa_effect_at([True] * 40, labels, right_share=0.5).exact
 
 
-def test_the_sequence_holds_each_side_at_the_threshold_on_a_simulated_judge():
-    """A quick guard (the per-side calibration on real rulings is CALIB-SIDES-KAPPA-N30/N225): a judge right 70% of
-    the time on balanced labels, κ = 0.4 exactly, looked at 10/20/30 items."""
+@pytest.mark.parametrize("truth,p_right", [(0.4, 0.7), (0.0, 0.5), (0.8, 0.9)])
+def test_in_looks_kappa_holds_each_side_and_decides_the_way_the_truth_lies(truth, p_right):
+    """A quick guard through the verdict a claim reads (`decide`; the per-side calibration on real rulings is
+    CALIB-SIDES-KAPPA-N30/N225): a judge right `p_right` of the time on balanced labels (κ = 2·p_right − 1), looked
+    at 10/20/30/40 items, 300 claims. At the threshold neither side errs past 2.5%; 0.4 from it (κ 0 or 0.8) the claim
+    is decided the way the truth lies in at least 30% of claims by 40 items (0.40 measured for κ = 0), never the other
+    way."""
     rng = np.random.default_rng(0)
-    false_refuted = false_supported = 0
+    counts = {"supported": 0, "refuted": 0}
     sims = 300
     for _ in range(sims):
-        labels = list(rng.random(30) < 0.5)
-        right = rng.random(30) < 0.7
-        verdicts = [bool(y) if r else not bool(y) for y, r in zip(labels, right)]
-        for n in (10, 20, 30):
-            c = kappa_contrast(kappa_sequence(verdicts[:n], labels[:n], right_share=0.5), 0.4)
-            if c.ci[1] < 0.4 or c.ci[0] > 0.4:
-                false_refuted += c.ci[1] < 0.4
-                false_supported += c.ci[0] > 0.4
+        labels = [bool(y) for y in rng.random(40) < 0.5]
+        right = rng.random(40) < p_right
+        verdicts = [y if r else not y for y, r in zip(labels, right)]
+        for n in (10, 20, 30, 40):
+            with anytime_intervals():
+                e = kappa_effect_at(verdicts[:n], labels[:n], right_share=0.5)
+            v = decide(e, ">=", 0.4, Decision("ci")).verdict
+            if v in counts:
+                counts[v] += 1
                 break
-    assert false_refuted / sims <= 0.025 and false_supported / sims <= 0.025
+    if truth == 0.4:
+        assert counts["supported"] / sims <= 0.025 and counts["refuted"] / sims <= 0.025, counts
+    else:
+        right_way, wrong_way = ("supported", "refuted") if truth > 0.4 else ("refuted", "supported")
+        assert counts[wrong_way] == 0 and counts[right_way] / sims >= 0.3, counts
+
+
+def test_with_an_unbalanced_design_kappa_can_fall_below_minus_one_and_the_interval_follows():
+    labels = [False] * 10  # a prefix of a design with r = 0.7 that drew only hallucinated answers
+    verdicts = [True] * 10  # wrong on every item, on the larger label
+    e = kappa_sequence(verdicts, labels, right_share=0.7)
+    bottom, top = -0.7 / 0.3, 1.0
+    assert e.estimate == pytest.approx(bottom) and e.attainable == pytest.approx((bottom, top))
+    assert bottom - 1e-12 <= e.ci[0] <= e.estimate + 1e-12 and e.estimate <= e.ci[1] <= top
+    c = kappa_contrast(e, 0.4)
+    assert bottom <= c.ci[0] <= c.ci[1] <= top  # cut to κ's range
+    balanced = kappa_sequence([False, True] * 5, [True, False] * 5, right_share=0.5)
+    assert balanced.estimate == pytest.approx(-1.0) and balanced.ci[0] >= -1.0
 
 
 def _items(n: int) -> list[LabelledClaim]:
@@ -148,3 +173,14 @@ def test_first_look_is_the_designs_first_look():
     assert first_look(SequentialSettings(enabled=False), 30) == 30  # one look: the whole study
     assert first_look(s, 1) == 1 and first_look(s, 0) == 0
     assert math.isclose(first_look(s, 7), 7)
+
+
+def test_the_report_keeps_the_judges_reliability_measured_on_more_items(monkeypatch):
+    from harness import provenance
+
+    monkeypatch.setattr(provenance, "_STATE", {k: {} for k in provenance._STATE})  # this test's own, empty
+    provenance.note_judge({"judge": "j", "labelled_set": "s", "n": 30, "kappa": 0.1})
+    provenance.note_judge({"judge": "j", "labelled_set": "s", "n": 20, "kappa": 0.5})  # a look's first items
+    assert provenance.snapshot()["judges"]["j on s"]["n"] == 30
+    provenance.note_judge({"judge": "j", "labelled_set": "s", "n": 30, "kappa": 0.2})  # measured again: the later
+    assert provenance.snapshot()["judges"]["j on s"]["kappa"] == 0.2

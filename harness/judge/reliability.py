@@ -244,11 +244,12 @@ def kappa_effect(rel: JudgeReliability) -> Effect:
 
 
 def kappa_effect_at(verdicts: Sequence[bool | None], labels: Sequence[bool], *, right_share: float,
-                    confidence: float = 0.95, seed: int = 0) -> Effect:
+                    confidence: float = 0.95, seed: int = 0, of_all: bool = True) -> Effect:
     """κ on these items as a verdict reads it at `confidence`: inside `anytime_intervals()` (a look of a claim decided
     in looks) its betting confidence sequence, the labels' shares taken as the design's `right_share`
     (`harness.stats.kappa.kappa_sequence`); else κ with its seeded percentile bootstrap interval, exact where the
-    judge gave every item one verdict and the labels vary (as `kappa_effect`)."""
+    judge gave every item one verdict and the labels vary (as `kappa_effect`), but only where these are `of_all`
+    the study's items (a prefix with one verdict says nothing of the items not yet ruled)."""
     if anytime_active():
         return kappa_sequence(verdicts, labels, right_share=right_share, confidence=confidence)
     v, y = list(verdicts), list(labels)
@@ -257,7 +258,7 @@ def kappa_effect_at(verdicts: Sequence[bool | None], labels: Sequence[bool], *, 
     z = float(_st.norm.ppf(0.5 + confidence / 2))
     sd = (hi - lo) / (2 * z) * math.sqrt(n) if n and math.isfinite(hi - lo) else math.nan
     return Effect("kappa", cohen_kappa(v, y), (lo, hi), n, sd, confidence=confidence,
-                  interval_method="percentile bootstrap", exact=len(set(v)) == 1 and len(set(y)) > 1)
+                  interval_method="percentile bootstrap", exact=of_all and len(set(v)) == 1 and len(set(y)) > 1)
 
 
 def hold_on_unreliable_judge(record: dict[str, Any], judges: dict[str, Any] | list[dict[str, Any]] | None) -> None:

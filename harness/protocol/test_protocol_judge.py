@@ -9,6 +9,7 @@ import math
 
 import pytest
 
+from harness import provenance
 from harness.judge.reliability import kappa_effect_at
 from harness.replay import replayed_context
 from harness.stats.intervals import wilson_interval
@@ -35,7 +36,7 @@ def test_judge_agrees_with_labels(rag_judge_draws, rag_judge_name, rag_check_seq
         labels = [i.supported for i in study.items]
         # a failed ruling counts as a disagreement; fewer items than the spec's min_n cannot support it
         effect = kappa_effect_at(study.first[rag_judge_name], labels, right_share=share, confidence=confidence,
-                                 seed=draws.seed)
+                                 seed=draws.seed, of_all=n >= draws.draws.available)
         return effect, _ctx(study, rel, accuracy=rel.accuracy, accuracy_ci=list(rel.accuracy_ci),
                             lexical_kappa=lexical.kappa, items=len(study.items), ruled=rel.n - rel.failures,
                             kappa_ruled=rel.kappa_ruled, right_answers=sum(labels), kappa_right_share=share,
@@ -47,6 +48,8 @@ def test_judge_agrees_with_labels(rag_judge_draws, rag_judge_name, rag_check_seq
     rag_check_sequential("JUDGE-KAPPA", measure_at, draws.draws.available, final=final, cost_to=draws.draws.seconds_to,
                          order={"order": ORDER, "seed": rag_config.harness.seed}, dataset=draws.labelled_set, queries_available=draws.draws.available)
     study = seen["study"]
+    for rel in study.reliability.values():  # the report's judge header, where no claim reads the whole study
+        provenance.note_judge(rel.as_context())
     for r in (study.reliability[rag_judge_name], study.reliability["lexical"]):
         rag_measure("judge_accuracy", r.accuracy, judge=r.judge, dataset=study.labelled_set, n=r.n,
                     ci=list(r.accuracy_ci))

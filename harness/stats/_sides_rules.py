@@ -24,7 +24,7 @@ import numpy as np
 from harness.stats._scipy import stats as _st
 
 from harness.stats.betting import betting_bounds
-from harness.stats.kappa import contrast_range
+from harness.stats.kappa import contrast_range, kappa_range
 
 Bounds = tuple[float, float]
 Quad = tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]  # (lo, hi, blocked, reach), one entry per row
@@ -189,10 +189,11 @@ def hall_relative(A: np.ndarray, B: np.ndarray | None, confidence: float, thresh
 def _kappa(A: np.ndarray, B: np.ndarray, threshold: float, bounds: Bounds, interval: Interval2) -> Quad:
     """A κ claim (A: each item's u, B: its w; κ = mean(u)/mean(w)) on its linear contrast L = u − θ0·w, whose values lie
     in `harness.stats.kappa.contrast_range` (bounds = (−m, 1), m the larger label share), its interval put on κ's
-    scale, θ0 + [lo, hi]/mean(w); κ can reach 1."""
+    scale, θ0 + [lo, hi]/mean(w), cut to κ's range (`kappa_range`); κ can reach 1."""
     lo, hi = interval(A - threshold * B, *contrast_range(-bounds[0], threshold))
     mw = B.mean(axis=1)
-    lo, hi = threshold + lo / mw, threshold + hi / mw
+    bottom, top = kappa_range(-bounds[0])
+    lo, hi = np.maximum(threshold + lo / mw, bottom), np.minimum(threshold + hi / mw, top)
     return lo, hi, lo == hi, np.ones_like(lo)
 
 

@@ -217,8 +217,11 @@ def _decide(effect: Effect, comparator: Comparator, threshold: float, decision: 
     mde = minimum_detectable_effect(effect.sd, effect.n, confidence=decision.confidence)
     conf = effect.confidence  # the interval's own level (a sequential look's repeated interval is wider)
 
-    contrast = (f"decided on the linear contrast c - (1 + {threshold:g})·b against 0 (Fieller), its interval over the "
-                "baseline mean shown on the ratio's scale; " if "linear contrast" in effect.interval_method else "")
+    contrast = ("" if "linear contrast" not in effect.interval_method else
+                f"decided on the linear contrast u - {threshold:g}·w against 0 (κ = mean(u)/mean(w), the labels' share "
+                "fixed by design), its interval over mean(w) shown on κ's scale; " if effect.kind == "kappa" else
+                f"decided on the linear contrast c - (1 + {threshold:g})·b against 0 (Fieller), its interval over the "
+                "baseline mean shown on the ratio's scale; ")
     tied = contrast + (f"all {effect.n} pairs tied, so the interval is the ties interval (queries like these could differ on "
             f"at most {ties_share(effect.n, confidence=conf):.1%} of them, each by at most the metric's range); "
             if effect.interval_method == "ties" and effect.n else "")

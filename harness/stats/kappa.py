@@ -27,7 +27,7 @@ from harness.stats._effect import Effect
 from harness.stats.betting import betting_covers, betting_interval
 from harness.stats.intervals import Interval
 
-__all__ = ["contrast_range", "kappa_contrast", "kappa_sequence", "kappa_terms"]
+__all__ = ["contrast_range", "kappa_contrast", "kappa_range", "kappa_sequence", "kappa_terms"]
 
 _GRID = 257  # points over κ's range [−1, 1] for the test inversion
 _REFINE = (65, 5)  # then `rounds` finer grids of `points` at each end
@@ -49,9 +49,18 @@ def kappa_terms(verdicts: Sequence[bool | None], labels: Sequence[bool], right_s
 
 
 def contrast_range(right_share: float, threshold: float) -> Interval:
-    """The range of L = [v = y] − θ − e·(1 − θ) over e in [0, m], m = max(r, 1 − r) (θ ≤ 1)."""
+    """A range holding every L = [v = y] − θ − e·(1 − θ) (e in [0, m], m = max(r, 1 − r); θ ≤ 1): its lower end is
+    reached (a wrong ruling on the larger label), its upper end 1 − θ is not (an agreeing ruling has e ≥ 1 − m), a
+    valid bound the betting sequence is measured with (CALIB-SIDES-KAPPA-*)."""
     m = max(right_share, 1.0 - right_share)
     return (-threshold - m * (1.0 - threshold), 1.0 - threshold)
+
+
+def kappa_range(right_share: float) -> Interval:
+    """The values κ can take with the labels' share fixed at r: [−m/(1 − m), 1], m = max(r, 1 − r) (κ ≥ −1 only for
+    r = 1/2: with fewer labels of one kind, a judge wrong on every item is further below chance)."""
+    m = max(right_share, 1.0 - right_share)
+    return (-m / (1.0 - m), 1.0)
 
 
 def _covers(u: np.ndarray, w: np.ndarray, right_share: float, thetas: np.ndarray, confidence: float) -> np.ndarray:
@@ -62,8 +71,9 @@ def _covers(u: np.ndarray, w: np.ndarray, right_share: float, thetas: np.ndarray
 
 
 def _inverted(u: np.ndarray, w: np.ndarray, right_share: float, confidence: float) -> Interval:
-    """The θ in [−1, 1] whose contrast's sequence holds 0: the accepted points of a grid (with the estimate), each
-    end refined on finer grids between its last rejected and first accepted point; an end at −1 or 1 stays there."""
+    """The θ in κ's range (`kappa_range`) whose contrast's sequence holds 0: the accepted points of a grid (with the
+    estimate), each end refined on finer grids between its last rejected and first accepted point; an end at the
+    range's edge stays there; (nan, nan) where no θ is accepted."""
     def accepts(t: np.ndarray) -> np.ndarray:
         return _covers(u, w, right_share, np.asarray(t, dtype=np.float64), confidence)
 
@@ -76,13 +86,14 @@ def _inverted(u: np.ndarray, w: np.ndarray, right_share: float, confidence: floa
         return inside
 
     est = float(u.mean() / w.mean())
-    theta = np.union1d(np.linspace(-1.0, 1.0, _GRID), [min(max(est, -1.0), 1.0)])
+    bottom, top = kappa_range(right_share)
+    theta = np.union1d(np.linspace(bottom, top, _GRID), [min(max(est, bottom), top)])
     ok = accepts(theta)
     if not ok.any():
         return (math.nan, math.nan)
     i, j = int(np.argmax(ok)), int(len(ok) - 1 - np.argmax(ok[::-1]))
-    lo = refine(float(theta[i - 1]), float(theta[i])) if i > 0 else -1.0
-    hi = refine(float(theta[j + 1]), float(theta[j])) if j < len(theta) - 1 else 1.0
+    lo = refine(float(theta[i - 1]), float(theta[i])) if i > 0 else bottom
+    hi = refine(float(theta[j + 1]), float(theta[j])) if j < len(theta) - 1 else top
     return (lo, hi)
 
 
@@ -101,7 +112,7 @@ def kappa_sequence(verdicts: Sequence[bool | None], labels: Sequence[bool], *, r
     sd = float(psi.std(ddof=1)) if n > 1 else math.nan
     m = max(right_share, 1.0 - right_share)
     return Effect("kappa", est, _inverted(u, w, right_share, confidence), n, sd, confidence=confidence,
-                  interval_method="betting", attainable=(-1.0, 1.0), bounds=(-m, 1.0),
+                  interval_method="betting", attainable=kappa_range(right_share), bounds=(-m, 1.0),
                   pairs=(tuple(u.tolist()), tuple(w.tolist())))
 
 
@@ -120,5 +131,6 @@ def kappa_contrast(effect: Effect, threshold: float) -> Effect:
     mw = float(w.mean())
     lin = u - threshold * w
     sd = float(lin.std(ddof=1)) / mw if len(lin) > 1 else math.nan
-    return replace(effect, ci=(float(threshold + lo / mw), float(threshold + hi / mw)), sd=sd,
+    bottom, top = kappa_range(right_share)  # cut to κ's range: the side θ lies on is unchanged (θ <= 1)
+    return replace(effect, ci=(max(float(threshold + lo / mw), bottom), min(float(threshold + hi / mw), top)), sd=sd,
                    interval_method=f"betting on the linear contrast u - {threshold:g}·w")
