@@ -225,7 +225,7 @@ def test_the_packaged_prior_loads_and_names_its_source():
     from harness.plugin.budget import prior_book
 
     book = prior_book()
-    assert book.tests and book.fixtures and "c43bb45" in book.source and "a9e858f" in book.source
+    assert book.tests and book.fixtures and "6af13a0" in book.source and "every protocol test" in book.source
 
 
 def _scores(n: int = 30, d: float = 0.02, seed: int = 3) -> tuple[np.ndarray, np.ndarray]:
