@@ -106,13 +106,16 @@ def _side_spec(spec_id: str) -> bool:
     ("test_allocator_calibration.py", lambda i: i.startswith("CALIB-ALLOCATOR-"), None),
     # the per-side calibration one control at a time (each in a child process of its own), so xdist can share them
     ("test_side_calibration.py", lambda i: _side_spec(i) and "-RELATIVE-" in i, "RELATIVE"),
-    ("test_side_calibration.py", lambda i: _side_spec(i) and "-RELATIVE-" not in i and "GATE" not in i,
-     "DIFFERENCE or BINARY or RATE or COVERAGE"),
+    ("test_side_calibration.py", lambda i: _side_spec(i) and "-RELATIVE-" not in i and "-KAPPA-" not in i
+     and "GATE" not in i, "DIFFERENCE or BINARY or RATE or COVERAGE"),
+    ("test_side_calibration.py", lambda i: _side_spec(i) and "-KAPPA-" in i, "KAPPA"),
     ("test_side_calibration.py", lambda i: "GATE" in i, "GATE"),
-], ids=["calibration", "futility", "allocator", "sides-relative", "sides-naive-interval", "sides-error-gate"])
+], ids=["calibration", "futility", "allocator", "sides-relative", "sides-naive-interval", "sides-kappa",
+        "sides-error-gate"])
 def test_calibration_checks_fail_under_their_controls(tmp_path: Path, rag_config, module, owns, select):
     """The CALIB specs (real Cranfield and halueval-qa runs, no LLM) under a liberal test, a too-narrow interval, the
-    naive interval at every look, the delta-method relative interval and the error gate at every look; skipped
+    naive interval at every look, the delta-method relative interval, κ's naive interval at every look and the error
+    gate at every look; skipped
     where the data directory (`--data-dir`, `harness.data_dir`) has no Cranfield."""
     data = rag_config.harness.data_dir
     if not (data / "cranfield" / "corpus.jsonl").is_file():
