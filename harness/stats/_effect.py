@@ -16,7 +16,7 @@ from typing import Any, Iterator
 import numpy as np
 from harness.stats._scipy import stats as _st
 
-from harness.stats.betting import betting_covers, betting_interval
+from harness.stats.betting import betting_covers, betting_interval, inverted_interval
 from harness.stats.intervals import (
     Bools, Floats, Interval, agresti_min_interval, agresti_min_sd, bca_from_replicates, bca_interval, fieller_interval, interval_sd,
     percentile_interval, t_interval, ties_interval, wilson_interval,
@@ -267,20 +267,8 @@ def _betting_ratio(a: np.ndarray, b: np.ndarray, bounds: Interval | None, confid
         return betting_covers(a[None, :] - r[:, None] * b[None, :], lo_v - rr * hi_v, hi_v - rr * lo_v, 0.0,
                               confidence=confidence)
 
-    def refine(outside: float, inside: float) -> float:
-        for _ in range(rounds):
-            grid = np.linspace(outside, inside, points)
-            k = int(np.argmax(accepts(grid)))  # the last point, `inside`, is accepted
-            outside, inside = float(grid[k - 1]), float(grid[k])
-        return inside
-
     rho = np.union1d(np.linspace(0.0, top, 4 * (points - 1) + 1), [float(a.mean()) / float(b.mean())])
-    ok = accepts(rho)
-    if not ok.any():
-        return (float("nan"), float("nan"))
-    i, j = int(np.argmax(ok)), int(len(ok) - 1 - np.argmax(ok[::-1]))
-    lo = refine(float(rho[i - 1]), float(rho[i])) if i > 0 else 0.0
-    hi = refine(float(rho[j + 1]), float(rho[j])) if j < len(rho) - 1 else float("inf")
+    lo, hi = inverted_interval(accepts, rho, below=0.0, above=float("inf"), points=points, rounds=rounds)
     return (lo - 1.0, hi - 1.0)
 
 

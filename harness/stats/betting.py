@@ -19,6 +19,7 @@ recommends 1/2 or 3/4; `confseq` uses 1/2): the bounds are found by bisection to
 from __future__ import annotations
 
 import math
+from typing import Callable
 
 import numpy as np
 
@@ -130,3 +131,25 @@ def betting_interval(values: Floats, lower: float, upper: float, *, confidence: 
     """The betting confidence sequence for the mean of `values` (each in [lower, upper]) at time len(values)."""
     lo, hi = betting_bounds(np.asarray(values, dtype=np.float64)[None, :], lower, upper, confidence=confidence, c=c)
     return float(lo[0]), float(hi[0])
+
+
+def inverted_interval(accepts: Callable[[np.ndarray], np.ndarray], grid: np.ndarray, *, below: float, above: float,
+                      points: int = 65, rounds: int = 5) -> tuple[float, float]:
+    """The values a test accepts (`accepts(values)`: one bool per value), inverted over the sorted `grid`: its first
+    and last accepted points, each refined on `rounds` finer grids of `points` between its last rejected and first
+    accepted neighbour; an end at the grid's edge reads `below` / `above`; (nan, nan) where none is accepted (a
+    test-inverted, Fieller-type interval: `harness.stats._effect`'s betting ratio, `harness.stats.kappa`)."""
+    def refine(outside: float, inside: float) -> float:
+        for _ in range(rounds):
+            fine = np.linspace(outside, inside, points)
+            k = int(np.argmax(accepts(fine)))  # the last point, `inside`, is accepted
+            outside, inside = float(fine[k - 1]), float(fine[k])
+        return inside
+
+    ok = accepts(grid)
+    if not ok.any():
+        return (float("nan"), float("nan"))
+    i, j = int(np.argmax(ok)), int(len(ok) - 1 - np.argmax(ok[::-1]))
+    lo = refine(float(grid[i - 1]), float(grid[i])) if i > 0 else below
+    hi = refine(float(grid[j + 1]), float(grid[j])) if j < len(grid) - 1 else above
+    return (lo, hi)

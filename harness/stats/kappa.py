@@ -24,7 +24,7 @@ from typing import Sequence
 import numpy as np
 
 from harness.stats._effect import Effect
-from harness.stats.betting import betting_covers, betting_interval
+from harness.stats.betting import betting_covers, betting_interval, inverted_interval
 from harness.stats.intervals import Interval
 
 __all__ = ["contrast_range", "kappa_contrast", "kappa_range", "kappa_sequence", "kappa_terms"]
@@ -77,24 +77,10 @@ def _inverted(u: np.ndarray, w: np.ndarray, right_share: float, confidence: floa
     def accepts(t: np.ndarray) -> np.ndarray:
         return _covers(u, w, right_share, np.asarray(t, dtype=np.float64), confidence)
 
-    def refine(outside: float, inside: float) -> float:
-        points, rounds = _REFINE
-        for _ in range(rounds):
-            grid = np.linspace(outside, inside, points)
-            k = int(np.argmax(accepts(grid)))  # the last point, `inside`, is accepted
-            outside, inside = float(grid[k - 1]), float(grid[k])
-        return inside
-
     est = float(u.mean() / w.mean())
     bottom, top = kappa_range(right_share)
     theta = np.union1d(np.linspace(bottom, top, _GRID), [min(max(est, bottom), top)])
-    ok = accepts(theta)
-    if not ok.any():
-        return (math.nan, math.nan)
-    i, j = int(np.argmax(ok)), int(len(ok) - 1 - np.argmax(ok[::-1]))
-    lo = refine(float(theta[i - 1]), float(theta[i])) if i > 0 else bottom
-    hi = refine(float(theta[j + 1]), float(theta[j])) if j < len(theta) - 1 else top
-    return (lo, hi)
+    return inverted_interval(accepts, theta, below=bottom, above=top, points=_REFINE[0], rounds=_REFINE[1])
 
 
 def kappa_sequence(verdicts: Sequence[bool | None], labels: Sequence[bool], *, right_share: float,
