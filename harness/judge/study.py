@@ -32,6 +32,13 @@ class AgreementStudy:
     majority: list[Any] = field(default_factory=list)
     rulings: dict[str, tuple[list[Ruling], list[Ruling]]] = field(default_factory=dict)
 
+    def note_provenance(self) -> None:
+        """Note each judge's reliability in the run's provenance (the report's judge header)."""
+        from harness import provenance
+
+        for rel in self.reliability.values():
+            provenance.note_judge(rel.as_context())
+
     def majority_reliability(self) -> JudgeReliability:
         """The majority verdict of every judge as a judge of its own (a tie is a failed ruling: a disagreement)."""
         return JudgeReliability.measure("majority(" + ", ".join(self.first) + ")", self.labelled_set,
@@ -111,10 +118,7 @@ def measure_agreement(judges: Sequence[Judge], items: Sequence[LabelledClaim], l
     everyone = with_lexical(judges, lexical)
     draws = AgreementDraws(everyone, items, labelled_set, seed=seed)
     study = draws.study_at(len(draws.items))
-    from harness import provenance
-
-    for rel in study.reliability.values():
-        provenance.note_judge(rel.as_context())
+    study.note_provenance()
     return study
 
 

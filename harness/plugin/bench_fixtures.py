@@ -128,22 +128,13 @@ def rag_judge_draws(rag_judges: Any, rag_qa_set: Any, rag_config: Any, rag_repla
 def rag_judge_agreement(rag_judge_draws: Any, rag_budget_rest: Any, request: pytest.FixtureRequest) -> Any:
     """The agreement study over every item (`harness.judge.study.AgreementStudy`: κ, accuracy, flip rate, α), for
     the claims that read all of them: the rest of `rag_judge_draws`, asked of the budget where it costs more than
-    admitted (`rag_budget_rest`); with nothing drawn yet, one item is drawn first and its pace estimates the rest."""
-    import time
-
-    from harness import provenance
-
+    admitted (`rag_budget_rest`), at the pace of the first look `rag_judge_draws` drew."""
     draws = rag_judge_draws.draws
-    t0 = time.perf_counter()
-    if draws.seconds_to(draws.available) is None:  # no pace to estimate from: one item first, on the admission
-        draws.upto(1)
     rag_budget_rest("rag_judge_agreement", f"{request.node.nodeid}::rag_judge_agreement",
                     draws.seconds_to(draws.available),
-                    f"the judges have ruled on {draws.drawn} of {draws.available} items; these claims read all of them",
-                    spent_s=time.perf_counter() - t0)
+                    f"the judges have ruled on {draws.drawn} of {draws.available} items; these claims read all of them")
     study = rag_judge_draws.study_at(draws.available)
-    for rel in study.reliability.values():
-        provenance.note_judge(rel.as_context())
+    study.note_provenance()
     return study
 
 

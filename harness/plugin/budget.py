@@ -54,8 +54,8 @@ def ask_for_rest(config: pytest.Config, fixture: str, key: str, need_s: float | 
     (`need_s`: fewer queries drawn before it than last time), the rest is asked of the budget under `key` (the
     admission reserved nothing: all of it must fit what is left), worth the decisions of every claim that reads the
     set-up, and refused raises `NotWithinBudget` (`what` says how far the study got): the claims read "not decided
-    within the budget". None (no pace to estimate from) asks
-    nothing: the set-up draws one item first, on its admission, and asks before the rest."""
+    within the budget". None (no pace to estimate from: nothing drawn yet) asks nothing; the studies' set-ups draw
+    their first look before, so their rest always has a pace."""
     from harness.budget import SAFETY, NotWithinBudget
 
     budget = budget_of(config)

@@ -36,8 +36,8 @@ def e2e4_draws(rag_uncached_llm, rag_embedder, rag_config, rag_kb, rag_replay, t
     """The three experiments over --max-queries of the KB's queries (0 = all 150) in draw order (each query type in
     turn), drawn in batches of a look (`harness.sequential.look_every`): the first look's queries here, in the set-up
     every claim of the study shares (so the budget costs them once, whichever claim comes first), the rest on demand,
-    as claims read them. Uncached (LLM and embedding vectors), since stage timings and total wall time are specs: a cached
-    run would time cache lookups. A later run on the same code, configuration and model replays each batch as
+    as claims read them. Uncached (LLM and embedding vectors), since stage timings and total wall time are specs: a
+    cached run would time cache lookups. A later run on the same code, configuration and model replays each batch as
     measured (`rag_replay`)."""
     llm = rag_uncached_llm
     queries = load_experiment_inputs(rag_kb).queries
@@ -64,15 +64,11 @@ def study(e2e4_draws, rag_budget_rest, request):
     """Every selected query drawn, for the claims about the whole selection: the study's rest, batch by batch. The
     budget (--budget) admitted its users with this set-up's seconds as last measured; where the study's own pace
     says the rest costs more than that (fewer queries drawn before it than last time), the whole rest is asked of
-    the budget first, and refused the claims read "not decided within the budget". With nothing drawn yet (no pace
-    to estimate from), one query is drawn first, on the admission, and its pace estimates the rest."""
+    the budget first, and refused the claims read "not decided within the budget". Its pace is that of the first
+    look, which `e2e4_draws` drew."""
     draws = e2e4_draws["draws"]
-    t0 = time.perf_counter()
-    if draws.seconds_to(draws.selected) is None:  # no pace to estimate from: one query first, on the admission
-        draws.upto(1)
     rag_budget_rest("study", f"{request.node.nodeid}::study", draws.seconds_to(draws.selected),
-                    f"the study has drawn {draws.drawn} of its {draws.selected} queries; these claims read all of them",
-                    spent_s=time.perf_counter() - t0)
+                    f"the study has drawn {draws.drawn} of its {draws.selected} queries; these claims read all of them")
     rows = draws.upto(draws.selected)
     return {**e2e4_draws, "rows": rows, "summary": draws.summary(), "wall": draws.wall,
             "replayed_from": draws.replayed_from}

@@ -9,7 +9,6 @@ import math
 
 import pytest
 
-from harness import provenance
 from harness.judge.reliability import kappa_effect_at
 from harness.replay import replayed_context
 from harness.stats.intervals import wilson_interval
@@ -45,11 +44,11 @@ def test_judge_agrees_with_labels(rag_judge_draws, rag_judge_name, rag_check_seq
     def final(n: int) -> dict:
         return {"items": f"{n} of {draws.draws.available} drawn"}
 
-    rag_check_sequential("JUDGE-KAPPA", measure_at, draws.draws.available, final=final, cost_to=draws.draws.seconds_to,
-                         order={"order": ORDER, "seed": rag_config.harness.seed}, dataset=draws.labelled_set, queries_available=draws.draws.available)
+    rag_check_sequential("JUDGE-KAPPA", measure_at, draws.draws.available, final=final,
+                         cost_to=draws.draws.seconds_to, order={"order": ORDER, "seed": rag_config.harness.seed},
+                         dataset=draws.labelled_set, queries_available=draws.draws.available)
     study = seen["study"]
-    for rel in study.reliability.values():  # the report's judge header, where no claim reads the whole study
-        provenance.note_judge(rel.as_context())
+    study.note_provenance()  # the report's judge header, where no claim reads the whole study
     for r in (study.reliability[rag_judge_name], study.reliability["lexical"]):
         rag_measure("judge_accuracy", r.accuracy, judge=r.judge, dataset=study.labelled_set, n=r.n,
                     ci=list(r.accuracy_ci))

@@ -49,8 +49,8 @@ def ret_study(rag_uncached_llm, rag_embedder, rag_config, rag_make_technique, ra
     Each run's wall time covers every call of the arm: retrieval, the RET calls and the choice / answer. The MCQ
     and the open questions are drawn by `harness.parallel.LazyMap`: the first look's questions of each set here, in
     the set-up the gates share (so the budget costs them once, whichever gate comes first), the rest on demand; gates
-    3 and 4 decide in looks and stop drawing once decided; the others read the whole study (`ret_all`). A later run on the same code, configuration
-    and model replays each question's pair as measured (`rag_replay`)."""
+    3 and 4 decide in looks and stop drawing once decided; the others read the whole study (`ret_all`). A later run
+    on the same code, configuration and model replays each question's pair as measured (`rag_replay`)."""
     from harness.techniques.backends import persistent_index
 
     llm = rag_uncached_llm
@@ -145,16 +145,12 @@ def _seconds_to(ret_study, n: int | None = None) -> float | None:
 @pytest.fixture(scope="module")
 def ret_all(ret_study, rag_budget_rest, request):
     """Every question of both sets drawn, for the gates read on the whole study (1, 2, 5, 6): the rest of it, asked of
-    the budget where it costs more than admitted (`rag_budget_rest`); with nothing drawn yet (no pace to estimate
-    from), one question is drawn first, on the admission, and its pace estimates the rest."""
+    the budget where it costs more than admitted (`rag_budget_rest`), at the pace of the first look `ret_study`
+    drew."""
     draws = ret_study["draws"]
-    t0 = time.perf_counter()
-    if _seconds_to(ret_study) is None:  # no pace to estimate from: one question first, on the admission
-        draws["mcq"].upto(1)
     what = (f"the study has drawn {draws['mcq'].drawn} of {draws['mcq'].available} MCQ and {draws['open'].drawn} of "
             f"{draws['open'].available} open questions; these gates read all of them")
-    rag_budget_rest("ret_all", f"{request.node.nodeid}::ret_all", _seconds_to(ret_study), what,
-                    spent_s=time.perf_counter() - t0)
+    rag_budget_rest("ret_all", f"{request.node.nodeid}::ret_all", _seconds_to(ret_study), what)
     return _drawn(ret_study)
 
 
