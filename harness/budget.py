@@ -39,13 +39,15 @@ _UNITS = {"s": 1.0, "m": 60.0, "h": 3600.0}
 
 
 class NotWithinBudget(RuntimeError):
-    """A claim (or its next look) does not fit what is left of the run's wall-time budget; it was not started.
-    `needed`: for a claim refused before its first look, what the last run that measured it says of the queries it
-    needs (`CostBook.needed`), else None."""
+    """A claim (or its next look) does not fit what is left of the run's wall-time budget. `needed`: the queries
+    it needs where known (`{"queries", "why"}`): for a claim refused before its first look, what the last run that
+    measured it says (`CostBook.needed`); for one `started` (a study's rest refused), the queries the study it
+    reads would draw."""
 
-    def __init__(self, message: str, needed: Mapping[str, Any] | None = None):
+    def __init__(self, message: str, needed: Mapping[str, Any] | None = None, *, started: bool = False):
         super().__init__(message)
         self.needed = dict(needed) if needed else None
+        self.started = started
 
 
 def parse_budget(text: str | None) -> float | None:
@@ -345,7 +347,13 @@ def needed_of(entry: Mapping[str, Any]) -> dict[str, Any] | None:
         return {"queries": int(drawn), "why": f"decided ({verdict}) on {int(drawn)} queries"} if drawn else None
     if verdict == "inconclusive" and entry.get("untestable"):  # no number of queries decides it on that data
         return {"queries": "never", "why": "untestable on that data"}
+    from harness.stats._verdict import MAX_FALLBACK_RATE
+
     q = entry.get("queries_needed")
+    fallback = entry.get("fallback_rate")
+    if verdict == "inconclusive" and q is None and isinstance(fallback, (int, float)) and fallback > MAX_FALLBACK_RATE:
+        # a verdict withheld for the fallback, in a report from before it said so: more queries measure it too
+        return {"queries": "never", "why": f"the technique fell back on {fallback:.0%} of queries"}
     if verdict != "inconclusive" or q is None:
         return None
     why = entry.get("needed_for") or (f"80% power, estimated from {int(drawn)} queries" if drawn else "80% power")

@@ -184,6 +184,13 @@ def test_book_from_results_by_hand():
     ({"verdict": "inconclusive", "queries_needed": None, "n": 30}, None),
     ({"verdict": "inconclusive", "queries_needed": 80.0, "n": 0, "untestable": True},
      {"queries": "never", "why": "untestable on that data"}),
+    ({"verdict": "inconclusive", "dataset": "x", "n": 60, "queries_needed": "never",
+      "needed_for": "at a fallback rate of 93%, more queries measure the fallback"},
+     {"queries": "never", "why": "at a fallback rate of 93%, more queries measure the fallback"}),
+    # a verdict withheld for the fallback in a report from before it said so; under the limit it says nothing
+    ({"verdict": "inconclusive", "dataset": "x", "n": 60, "queries_needed": None, "fallback_rate": 0.93},
+     {"queries": "never", "why": "the technique fell back on 93% of queries"}),
+    ({"verdict": "inconclusive", "dataset": "x", "n": 60, "queries_needed": None, "fallback_rate": 0.1}, None),
     ({"verdict": "error", "n": 30}, None),
     ({"verdict": "pass"}, None),
     ({"verdict": "pass", "dataset": "", "n": 20000}, None),  # a simulation's trials are not queries

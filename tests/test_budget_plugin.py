@@ -536,3 +536,26 @@ def test_the_rest_of_a_study_is_asked_of_the_budget_where_it_costs_more_than_adm
     assert ("DRAWN THE REST" in result.stdout.str()) == (verdict == "pass")
     if verdict == "budget":
         assert "(drew 10 of 30)" in result.stdout.str() + json.dumps(rows["CHEAP"])
+
+
+REST_WITH_SIZE = REST.replace('"drew 10 of 30")', '"drew 10 of 30", queries=30)')
+
+
+@pytest.mark.parametrize("book_says", [None, {"queries": 150, "why": "the claim is about all 150"}])
+def test_a_claim_whose_study_rest_is_refused_says_the_queries_it_needs(project: pytest.Pytester, book_says):
+    """A claim cut in its study's rest (started, so with no figure of its own) says what the last run that measured
+    it needs, worded as stopped, not as never started; where that run says nothing, the study's whole selection."""
+    path = project.path / ".cache" / "rag-harness" / "budget" / "costs-local-smollm2-135m-instruct.json"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    nodeid = "test_rest.py::test_reads_all[CHEAP]"
+    path.write_text(json.dumps({"source": "test", "fixtures": {"whole": 1.0}, "fixture_calls": {"whole": 1},
+                                "tests": {nodeid: 0.1}, "needed": {nodeid: book_says} if book_says else {}}))
+    project.makepyfile(test_rest=REST_WITH_SIZE.format(need=100.0))
+    result = project.runpytest_subprocess("--report-dir", "out", "-s", "--spec-coverage=off", "--budget", "30s")
+    row = {r["id"]: r for r in json.loads((project.path / "out" / "results.json").read_text())["specs"]}["CHEAP"]
+    assert row["verdict"] == "budget", row
+    queries, why = ((150, "the last run that measured it: the claim is about all 150") if book_says
+                    else (30, "the study's whole selection, which it reads"))
+    assert row["queries_needed"] == queries
+    assert row["needed_for"] == f"stopped within the budget; {why}"
+    assert f"needed={queries} (stopped within the budget;" in result.stdout.str()

@@ -460,7 +460,7 @@ def test_context_dicts_for_the_report():
     assert (r.median, r.q25, r.q75) == (pytest.approx(1.5), pytest.approx(1.25), pytest.approx(1.75))
     v = Verdict("inconclusive", "why", math.inf, 0.1, False)
     assert v.as_context() == {"verdict": "inconclusive", "reason": "why", "queries_needed": "never", "mde": 0.1,
-                              "untestable": False}
+                              "untestable": False, "needed_for": None}
     assert Verdict("supported", "ok", 12.0, 0.1).as_context()["queries_needed"] == 12.0
     assert Decision("ci", confidence=0.9).describe() == "90% CI vs threshold"
     assert Decision("test", "mcnemar", 0.15).describe() == "mcnemar p < 0.15 (Holm) and estimate vs threshold"

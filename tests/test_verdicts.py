@@ -150,6 +150,12 @@ def test_claim_beyond_the_metrics_headroom_is_untestable_not_refuted():
     e = effect(-0.01, -0.03, 0.01, attainable=(-1.0, 1 / 0.95 - 1), kind="relative")
     v = decide(e, ">=", 0.10, CI)
     assert v.verdict == "inconclusive" and v.untestable and "untestable" in v.reason
+    # no number of queries decides it: the row says "never", and why, not a power calculation's count
+    from harness.report.terminal import needed_text
+
+    assert v.as_context()["queries_needed"] == "never" and v.needed_for == "untestable on this data"
+    assert needed_text({"verdict": "inconclusive", "untestable": True, "queries_needed": 52}) == \
+        "never (untestable on this data)"  # a report from before "never" was recorded for it
 
 
 def test_all_zero_differences():
@@ -286,5 +292,17 @@ def test_a_claim_whose_arms_fell_back_cannot_be_supported():
     assert decide(e, ">=", 0.05, CI, fallback_rate=0.05).verdict == "supported"
     v = decide(e, ">=", 0.05, CI, fallback_rate=0.20)
     assert v.verdict == "inconclusive" and "fell back or failed on 20%" in v.reason
+    # more queries measure the fallback too: never, and why (a point estimate's pass alike)
+    from harness.report.terminal import needed_text
+    from harness.stats._verdict import below_min_n, decide_estimate
+
+    for withheld in (v, decide_estimate(True, fallback_rate=0.93)):
+        ctx = withheld.as_context()
+        assert ctx["queries_needed"] == "never" and "more queries measure the fallback" in ctx["needed_for"], ctx
+        assert needed_text(ctx).startswith("never (at a fallback rate of ")
+    assert decide_estimate(True, fallback_rate=0.05).queries_needed is None
+    # too few items to support: the items the spec asks, and that reason
+    short = below_min_n(decide(e, ">=", 0.05, CI), 30, 400)
+    assert short.queries_needed == 400 and needed_text(short.as_context()) == "400 (the spec asks at least 400 items)"
     # a refutation stands: falling back does not make a violated claim true
     assert decide(effect(-0.1, -0.2, 0.0), ">=", 0.05, CI, fallback_rate=0.5).verdict == "refuted"

@@ -47,7 +47,7 @@ def budget_of(config: pytest.Config) -> "BudgetHooks | None":
 
 
 def ask_for_rest(config: pytest.Config, fixture: str, key: str, need_s: float | None, what: str, *,
-                 spent_s: float = 0.0) -> None:
+                 spent_s: float = 0.0, queries: int | None = None) -> None:
     """Before a study drawn in looks draws its rest for the claims about its whole selection (the set-up of the
     wider fixture `fixture`, which has spent `spent_s` so far): the budget admitted those claims with that set-up's
     seconds as last measured; where the study's own pace says the rest costs more than what is left of that
@@ -55,7 +55,8 @@ def ask_for_rest(config: pytest.Config, fixture: str, key: str, need_s: float | 
     admission reserved nothing: all of it must fit what is left), worth the decisions of every claim that reads the
     set-up, and refused raises `NotWithinBudget` (`what` says how far the study got): the claims read "not decided
     within the budget". None (no pace to estimate from: nothing drawn yet) asks nothing; the studies' set-ups draw
-    their first look before, so their rest always has a pace."""
+    their first look before, so their rest always has a pace. `queries`: what the whole study draws, the queries
+    its claims need where the last run that measured them says nothing."""
     from harness.budget import SAFETY, NotWithinBudget
 
     budget = budget_of(config)
@@ -65,7 +66,15 @@ def ask_for_rest(config: pytest.Config, fixture: str, key: str, need_s: float | 
     if need_s > left * SAFETY:  # the admission reserved nothing: the whole rest is asked of what is left
         why = budget.rest_of_set_up(fixture, key, need_s)
         if why is not None:
-            raise NotWithinBudget(f"{why} ({what})")
+            needed = {"queries": queries, "why": "the study's whole selection, which it reads"} if queries else None
+            raise NotWithinBudget(f"{why} ({what})", needed, started=True)
+
+
+def book_needed(config: pytest.Config, nodeid: str) -> dict[str, Any] | None:
+    """What the last run that measured a test says of the queries its claim needs (the run's cost book, where it
+    has one: `CostBook.needed`), else None."""
+    hooks = config.stash.get(BUDGET_KEY, None)
+    return hooks.book.needed.get(nodeid) if hooks is not None else None
 
 
 def _prior_json() -> dict[str, Any]:

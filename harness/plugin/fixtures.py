@@ -129,8 +129,8 @@ def rag_check(request: pytest.FixtureRequest) -> Callable[..., Any]:
                                 effect.n if effect is not None else context.get("n"), s.min_n)
                 record.update(value=number, verdict=v.verdict)
                 if v.verdict == "inconclusive":
-                    record["decided"] = {"verdict": v.verdict, "reason": v.reason,
-                                         **({"queries_needed": v.queries_needed} if v.queries_needed else {})}
+                    record["decided"] = {k: x for k, x in v.as_context().items()
+                                         if k in ("verdict", "reason", "queries_needed", "needed_for") and x}
             if effect is not None:
                 record["effect"] = effect.as_context()
         context = dict(context)

@@ -68,7 +68,8 @@ def study(e2e4_draws, rag_budget_rest, request):
     look, which `e2e4_draws` drew."""
     draws = e2e4_draws["draws"]
     rag_budget_rest("study", f"{request.node.nodeid}::study", draws.seconds_to(draws.selected),
-                    f"the study has drawn {draws.drawn} of its {draws.selected} queries; these claims read all of them")
+                    f"the study has drawn {draws.drawn} of its {draws.selected} queries; these claims read all of them",
+                    queries=draws.selected)
     rows = draws.upto(draws.selected)
     return {**e2e4_draws, "rows": rows, "summary": draws.summary(), "wall": draws.wall,
             "replayed_from": draws.replayed_from}

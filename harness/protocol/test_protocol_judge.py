@@ -74,5 +74,6 @@ def test_judges_agree_with_one_another(rag_judge_agreement, rag_check, rag_measu
     maj = study.majority_reliability()
     rag_measure("judge_kappa", maj.kappa, judge=maj.judge, dataset=study.labelled_set, n=maj.n, ci=list(maj.kappa_ci))
     rag_check("JUDGE-ALPHA", study.alpha, dataset=study.labelled_set, judges=list(study.first), items=len(study.items),
-          majority_kappa=maj.kappa, majority_accuracy=maj.accuracy, majority_ties=maj.failures,
-          **({"reason": "one judge: alpha needs two"} if math.isnan(study.alpha) else {}))
+              n=len(study.items), majority_kappa=maj.kappa, majority_accuracy=maj.accuracy, majority_ties=maj.failures,
+              **({"reason": "one judge: alpha needs two", "queries_needed": "never",
+                  "needed_for": "alpha needs two judges: name another with --judge"} if math.isnan(study.alpha) else {}))

@@ -150,7 +150,8 @@ def ret_all(ret_study, rag_budget_rest, request):
     draws = ret_study["draws"]
     what = (f"the study has drawn {draws['mcq'].drawn} of {draws['mcq'].available} MCQ and {draws['open'].drawn} of "
             f"{draws['open'].available} open questions; these gates read all of them")
-    rag_budget_rest("ret_all", f"{request.node.nodeid}::ret_all", _seconds_to(ret_study), what)
+    rag_budget_rest("ret_all", f"{request.node.nodeid}::ret_all", _seconds_to(ret_study), what,
+                    queries=draws["mcq"].available + draws["open"].available)
     return _drawn(ret_study)
 
 

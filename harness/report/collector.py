@@ -116,13 +116,16 @@ def _short_message(report: Any) -> str:
 
 
 def _needed(values: list[str]) -> dict[str, Any] | None:
-    """The queries a claim the budget never started needs (`harness.budget.CostBook.needed`), from the budget
-    property's value: a JSON object with `queries` (a bare "1" says only that the budget cut the test)."""
+    """The queries a claim the budget cut needs (`harness.budget.CostBook.needed`), from the budget property's value:
+    a JSON object with `queries`, `why`, `started` (cut after it started: a study's rest, the cost cap) and
+    `measured` (false: not the last run's figure but the study's own selection); a bare "1" says only that the
+    budget cut the test."""
     for v in values:
         try:
             data = json.loads(v)
         except ValueError:
             continue
         if isinstance(data, dict) and "queries" in data:
-            return {"queries": data["queries"], "why": str(data.get("why", ""))}
+            return {"queries": data["queries"], "why": str(data.get("why", "")), "started": bool(data.get("started")),
+                    "measured": data.get("measured", True) is not False}
     return None

@@ -126,20 +126,22 @@ def _holm(rows: list[dict[str, Any]], catalogue: Catalogue, alpha: float = 0.05)
                 v = below_min_n(decide(eff, spec.comparator, spec.threshold, spec.decision, p_value=adj,
                                        fallback_rate=ctx.get("fallback_rate"), error_rate=ctx.get("error_rate")),
                                 eff.n, spec.min_n)
-                e.update(verdict=v.verdict, reason=v.reason, queries_needed=v.queries_needed, mde=v.mde,
-                         untestable=v.untestable)
+                e.update(verdict=v.verdict, reason=v.reason, mde=v.mde, untestable=v.untestable,
+                         queries_needed=v.as_context()["queries_needed"], needed_for=v.needed_for)
 
 
-def _never_started_needs(outcomes: list[dict[str, Any]]) -> dict[str, Any]:
-    """A claim the budget never started: the queries the last run that measured its tests says it needs (the most
-    any of its tests needs; "never" where one can never decide), as `queries_needed` and `needed_for`."""
+def _budget_needs(outcomes: list[dict[str, Any]]) -> dict[str, Any]:
+    """A claim the budget cut with no interval of its own (never started, or stopped in a study's rest): the
+    queries the last run that measured its tests says it needs (the most any of its tests needs; "never" where one
+    can never decide), as `queries_needed` and `needed_for`."""
     figures = [o["needed"] for o in outcomes if o.get("needed")]
     if not figures:
         return {}
     never = [f for f in figures if f["queries"] == "never"]
     top = never[0] if never else max(figures, key=lambda f: float(f["queries"]))
-    return {"queries_needed": top["queries"],
-            "needed_for": f"not started within the budget; the last run that measured it: {top['why']}"}
+    cut = "stopped within the budget" if top.get("started") else "not started within the budget"
+    source = "the last run that measured it: " if top.get("measured", True) else ""
+    return {"queries_needed": top["queries"], "needed_for": f"{cut}; {source}{top['why']}"}
 
 
 def not_run_entry(dataset: str) -> dict[str, Any]:
@@ -165,7 +167,7 @@ def _budget_entry(dataset: str, outcome: dict[str, Any]) -> dict[str, Any]:
     the last run that measured it says it needs)."""
     return {"dataset": dataset, "verdict": "budget", "value": None,
             "reason": (outcome.get("message") or "not decided within the budget").removeprefix("budget: "),
-            **_never_started_needs([outcome])}
+            **_budget_needs([outcome])}
 
 
 def _overall(spec: Spec, entries: list[dict[str, Any]]) -> tuple[str, str]:
@@ -307,4 +309,4 @@ def _finish(row: dict[str, Any], spec: Spec) -> None:
               "fallback_rate", "error_rate", "sequential", "queries_used", "confidence", "arms"):
         row[k] = deciding.get(k)
     if verdict == "budget" and row["queries_needed"] is None:
-        row.update(_never_started_needs(os_))
+        row.update(_budget_needs(os_))

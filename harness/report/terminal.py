@@ -25,7 +25,11 @@ def needed_text(entry: dict[str, Any]) -> str:
     about all 150 queries, or one the budget never started: what the last run that measured it says) the row's
     `needed_for` says so instead of a power."""
     q, avail = entry.get("queries_needed"), entry.get("available")
-    if entry.get("verdict") not in ("inconclusive", "budget") or entry.get("untestable") or q is None:
+    if entry.get("verdict") not in ("inconclusive", "budget"):
+        return ""
+    if entry.get("untestable"):  # no number of queries decides it on that data
+        return "never (untestable on this data)"
+    if q is None:
         return ""
     if q == "never" or (isinstance(q, float) and math.isinf(q)):
         return f"never ({entry['needed_for']})" if entry.get("needed_for") else "never (estimate = threshold)"

@@ -93,6 +93,7 @@ class Verdict:
     queries_needed: float | None = None
     mde: float | None = None
     untestable: bool = False
+    needed_for: str | None = None  # why `queries_needed` is what it is, where no power calculation gave it
 
     def as_context(self) -> dict[str, Any]:
         """JSON-safe: an infinite number of queries needed (estimate exactly at the threshold) reads 'never'."""
@@ -166,8 +167,14 @@ def decide(effect: Effect, comparator: Comparator, threshold: float, decision: D
     if v.verdict == "supported" and fallback_rate is not None and fallback_rate > MAX_FALLBACK_RATE:
         return Verdict("inconclusive", f"{v.reason}, but the arms fell back or failed on {fallback_rate:.0%} of "
                                        f"queries (> {MAX_FALLBACK_RATE:.0%}): the fallback was measured",
-                       queries_needed=None, mde=v.mde)
+                       queries_needed=float("inf"), mde=v.mde, needed_for=_fallback_needs(fallback_rate))
     return v
+
+
+def _fallback_needs(fallback_rate: float) -> str:
+    """Why a verdict withheld for the fallback needs no number of queries: more of them measure it too."""
+    return (f"at a fallback rate of {fallback_rate:.0%}, more queries measure the fallback, not the technique; a "
+            "model or set-up that falls back less may decide it")
 
 
 def _error_gate(error_rate: float | None, n: int, interim: bool) -> bool:
@@ -188,7 +195,7 @@ def decide_estimate(holds: bool, *, fallback_rate: float | None = None) -> Verdi
     if fallback_rate is not None and fallback_rate > MAX_FALLBACK_RATE:
         return Verdict("inconclusive", f"the estimate satisfies the claim, but the technique fell back or failed on "
                                        f"{fallback_rate:.0%} of queries (> {MAX_FALLBACK_RATE:.0%}): the fallback "
-                                       "was measured")
+                                       "was measured", float("inf"), needed_for=_fallback_needs(fallback_rate))
     return Verdict("pass", "the estimate satisfies the claim")
 
 
@@ -204,7 +211,7 @@ def below_min_n(v: Verdict, n: int | None, min_n: int | None) -> Verdict:
         return v
     return Verdict("inconclusive", f"{v.reason}, but on {n} items: the spec asks at least {min_n}, so it cannot "
                                    f"{'pass' if v.verdict == 'pass' else 'support the claim'} ({min_n - n} more needed)",
-                   float(min_n), v.mde, v.untestable)
+                   float(min_n), v.mde, v.untestable, f"the spec asks at least {min_n} items")
 
 
 def _decide(effect: Effect, comparator: Comparator, threshold: float, decision: Decision,
@@ -227,6 +234,8 @@ def _decide(effect: Effect, comparator: Comparator, threshold: float, decision: 
             if effect.interval_method == "ties" and effect.n else "")
 
     def out(verdict: VerdictName, reason: str, untestable: bool = False) -> Verdict:
+        if untestable:  # no number of queries decides it on this data
+            return Verdict(verdict, tied + reason, float("inf"), mde, True, "untestable on this data")
         return Verdict(verdict, tied + reason, None if verdict != "inconclusive" else needed, mde, untestable)
 
     if effect.n == 0:
