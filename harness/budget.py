@@ -356,9 +356,9 @@ def needed_of(entry: Mapping[str, Any]) -> dict[str, Any] | None:
         return {"queries": "never", "why": f"the technique fell back on {fallback:.0%} of queries"}
     if verdict != "inconclusive" or q is None:
         return None
-    why = entry.get("needed_for") or (f"80% power, estimated from {int(drawn)} queries" if drawn else "80% power")
     if q == "never" or (isinstance(q, float) and math.isinf(q)):
-        return {"queries": "never", "why": why}
+        return {"queries": "never", "why": entry.get("needed_for") or "estimate = threshold"}
+    why = entry.get("needed_for") or (f"80% power, estimated from {int(drawn)} queries" if drawn else "80% power")
     return {"queries": int(math.ceil(float(q))), "why": why} if float(q) > 0 else None
 
 

@@ -121,6 +121,8 @@ def test_a_claim_resting_on_an_unreliable_judge_is_not_supported(rag_check):
     held, kept = {"verdict": "supported"}, {"verdict": "supported"}
     hold_on_unreliable_judge(held, [good.as_context(), weak.as_context()])
     rag_check("JUDGE-UNRELIABLE-FLAG", held["verdict"], reason=held.get("decided", {}).get("reason"))
+    # more items are ruled by the same judge: no number of them decides it
+    assert held["decided"]["queries_needed"] == "never" and "unreliable judge" in held["decided"]["needed_for"]
     strong = JudgeReliability("big", "hand", 60, 0.8, (0.7, 0.9), 0.9, (0.8, 0.95), flip_rate=0.25, flip_n=60)
     assert weak.unreliable and strong.unreliable and len(strong.reasons) == 1  # flips alone flag it
     assert not good.unreliable

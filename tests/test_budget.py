@@ -168,7 +168,7 @@ def test_book_from_results_by_hand():
     assert book.decided == {"t.py::a": True, "t.py::b": False}
     # what each test's own dataset entry says of the queries its claim needs (a test the run cut measured nothing)
     assert book.needed == {"t.py::a": {"queries": 20, "why": "decided (refuted) on 20 queries"},
-                           "t.py::b": {"queries": "never", "why": "80% power, estimated from 30 queries"}}
+                           "t.py::b": {"queries": "never", "why": "estimate = threshold"}}
     assert CostBook.from_json(json.loads(json.dumps(book.to_json()))).needed == book.needed
 
 
@@ -180,7 +180,7 @@ def test_book_from_results_by_hand():
     ({"verdict": "inconclusive", "queries_needed": 150, "queries_used": 30, "needed_for": "the claim is about all 150"},
      {"queries": 150, "why": "the claim is about all 150"}),
     ({"verdict": "inconclusive", "dataset": "x", "queries_needed": float("inf"), "n": 10},
-     {"queries": "never", "why": "80% power, estimated from 10 queries"}),
+     {"queries": "never", "why": "estimate = threshold"}),
     ({"verdict": "inconclusive", "queries_needed": None, "n": 30}, None),
     ({"verdict": "inconclusive", "queries_needed": 80.0, "n": 0, "untestable": True},
      {"queries": "never", "why": "untestable on that data"}),

@@ -559,3 +559,29 @@ def test_a_claim_whose_study_rest_is_refused_says_the_queries_it_needs(project: 
     assert row["queries_needed"] == queries
     assert row["needed_for"] == f"stopped within the budget; {why}"
     assert f"needed={queries} (stopped within the budget;" in result.stdout.str()
+    # the report's three views of the row: the summary table, the claims and the claim's details
+    html = (project.path / "out" / "index.html").read_text()
+    assert html.count(f"{queries} (stopped within the budget;") == 3, html.count(f"{queries} (stopped within")
+
+
+WITHHELD = """
+import pytest
+
+pytestmark = pytest.mark.benchmark
+
+
+@pytest.mark.spec("CHEAP")
+def test_fell_back(rag_check):
+    rag_check("CHEAP", 1.0, fallback_rate=0.5)
+"""
+
+
+def test_a_pass_withheld_for_its_fallback_says_no_number_of_queries_decides_it(project: pytest.Pytester):
+    """Through rag_check as a user calls it: the figure holds, but the technique fell back on half the queries, so
+    the row reads inconclusive and needs "never", with why, in results.json and the terminal."""
+    project.makepyfile(test_withheld=WITHHELD)
+    result = project.runpytest_subprocess("--report-dir", "out", "--spec-coverage=off")
+    row = {r["id"]: r for r in json.loads((project.path / "out" / "results.json").read_text())["specs"]}["CHEAP"]
+    assert row["verdict"] == "inconclusive" and row["queries_needed"] == "never", row
+    assert row["needed_for"].startswith("at a fallback rate of 50%, more queries measure the fallback")
+    assert "needed=never (at a fallback rate of 50%" in result.stdout.str()

@@ -303,12 +303,14 @@ def test_verdict_objects_in_full():
     from harness.stats._verdict import Verdict
 
     assert decide(Effect("difference", float("nan"), (float("nan"),) * 2, 0, float("nan")), ">=", 0.0,
-                  Decision("ci")) == Verdict("inconclusive", "no paired observations", None, math.inf, True)
+                  Decision("ci")) == Verdict("inconclusive", "no paired observations", math.inf, math.inf, True,
+                                             "untestable on this data")
     one = Effect("difference", 0.1, (float("nan"),) * 2, 1, float("nan"))
     assert decide(one, ">=", 0.0, Decision("ci")) == Verdict("inconclusive", "interval undefined", None, math.inf)
     rel = Effect("relative", math.inf, (float("nan"),) * 2, 6, 0.3)
     v = decide(rel, ">=", 0.1, Decision("ci"))
-    assert v.mde == pytest.approx(minimum_detectable_effect(0.3, 6)) and v.queries_needed is None
+    assert v.mde == pytest.approx(minimum_detectable_effect(0.3, 6)) and v.queries_needed == math.inf
+    assert v.needed_for == "untestable on this data"
     half = Effect("difference", 0.12, (0.05, 0.19), 30, 0.2)
     v = decide(half, ">=", 0.1, Decision("ci", confidence=0.9))
     from harness.stats._verdict import queries_needed

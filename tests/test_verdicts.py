@@ -158,6 +158,15 @@ def test_claim_beyond_the_metrics_headroom_is_untestable_not_refuted():
         "never (untestable on this data)"  # a report from before "never" was recorded for it
 
 
+def test_an_estimate_at_the_threshold_needs_never_and_says_why():
+    from harness.report.terminal import needed_text
+
+    v = decide(effect(0.05, -0.05, 0.15), ">=", 0.05, CI)
+    assert v.verdict == "inconclusive" and v.queries_needed == math.inf and v.needed_for == "estimate = threshold"
+    assert needed_text(v.as_context()) == "never (estimate = threshold)"
+    assert decide(effect(0.06, -0.05, 0.15), ">=", 0.05, CI).needed_for is None  # a count, from the power
+
+
 def test_all_zero_differences():
     """30 tied pairs do not collapse the interval to (0, 0): at most 1 - 0.025^(1/30) = 11.6% of queries could
     differ (Clopper-Pearson), each by at most the metric's range 1, so the mean lies within ±0.1157."""
@@ -301,6 +310,14 @@ def test_a_claim_whose_arms_fell_back_cannot_be_supported():
         assert ctx["queries_needed"] == "never" and "more queries measure the fallback" in ctx["needed_for"], ctx
         assert needed_text(ctx).startswith("never (at a fallback rate of ")
     assert decide_estimate(True, fallback_rate=0.05).queries_needed is None
+    # inconclusive over the limit: on the claim's side more queries lead to a withheld support (never); on the
+    # other side they can refute it, so the power figure stands
+    wide = effect(0.10, -0.06, 0.26)
+    held = decide(wide, ">=", 0.05, CI, fallback_rate=0.20)
+    assert held.verdict == "inconclusive" and held.queries_needed == math.inf and "fallback" in held.needed_for
+    assert decide(wide, ">=", 0.05, CI, fallback_rate=0.05).queries_needed < math.inf
+    low = decide(effect(0.02, -0.10, 0.14), ">=", 0.05, CI, fallback_rate=0.20)
+    assert low.verdict == "inconclusive" and low.queries_needed < math.inf and low.needed_for is None
     # too few items to support: the items the spec asks, and that reason
     short = below_min_n(decide(e, ">=", 0.05, CI), 30, 400)
     assert short.queries_needed == 400 and needed_text(short.as_context()) == "400 (the spec asks at least 400 items)"

@@ -270,4 +270,7 @@ def hold_on_unreliable_judge(record: dict[str, Any], judges: dict[str, Any] | li
         why = "; ".join(f"{j['judge']}: {', '.join(j['reasons'])}" for j in flagged)
         was, record["verdict"] = record["verdict"], "inconclusive"
         record["decided"] = {**record.get("decided", {}), "verdict": "inconclusive",
-                             "reason": f"would read {was}, but rests on a judge flagged unreliable ({why})"}
+                             "reason": f"would read {was}, but rests on a judge flagged unreliable ({why})",
+                             "queries_needed": "never",
+                             "needed_for": "more items are ruled by the same unreliable judge; a reliable judge may "
+                                           "decide it"}

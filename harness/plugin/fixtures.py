@@ -259,7 +259,7 @@ def rag_check_sequential(request: pytest.FixtureRequest, rag_check: Callable[...
         except SpecInconclusive:
             pass
         raise NotWithinBudget(f"{outcome.budget_reason} (stopped after look {outcome.stopped_at} of "
-                              f"{len(design.looks)}, {outcome.queries_used} queries)")
+                              f"{len(design.looks)}, {outcome.queries_used} queries)", started=True)
 
     return _run
 

@@ -318,8 +318,10 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):
             report.longrepr = (str(item.path), item.location[1] or 0, f"budget: {call.excinfo.value}")
             refused = _cause(call.excinfo.value, NotWithinBudget)
             needed = getattr(refused, "needed", None)  # a claim never started: the queries its last run says it needs
-            if refused is None or refused.started:  # cut once started (a study's rest, the cost cap): what its
-                from harness.plugin.budget import book_needed  # last run says, else what the study would draw
+            if refused is None or refused.started:
+                # cut once started (a study's rest, a later look, the cost cap): what its last run says, else what
+                # the study would draw
+                from harness.plugin.budget import book_needed
 
                 book = book_needed(item.config, item.nodeid)
                 needed = ({**book, "started": True} if book else

@@ -62,7 +62,7 @@ class Collector:
         cut_by_budget = bool(budget_props)
         outcome = "budget" if cut_by_budget else _outcome(report)
         needed = _needed(budget_props)
-        if needed is not None:  # never started: what the last run that measured the claim says it needs
+        if needed is not None:  # the queries the claim needs, where its row has no figure of its own
             entry["needed"] = needed
         if outcome == "failed" and prop_fatal and any(n == prop_fatal for n, _ in report.user_properties):
             outcome = "error"  # the model could not be called: the test broke before it could decide anything

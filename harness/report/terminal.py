@@ -19,6 +19,9 @@ def _interval(v: Any) -> str:
     return ""
 
 
+NEEDED_FIELDS = ("queries_needed", "needed_for", "available", "untestable")  # what `needed_text` reads of an entry
+
+
 def needed_text(entry: dict[str, Any]) -> str:
     """Queries a new fixed-n study needs for 80% power to decide an inconclusive claim (`harness.stats._verdict.
     queries_needed`), with "> N available" when the dataset has fewer; where the figure names its own n (a claim

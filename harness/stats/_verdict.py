@@ -164,7 +164,12 @@ def decide(effect: Effect, comparator: Comparator, threshold: float, decision: D
                                 "were measured, not the technique (see the run's errors: the model, its key or its "
                                 "server)")
     v = _decide(kappa_contrast(relative_contrast(effect, threshold), threshold), comparator, threshold, decision, p_value)
-    if v.verdict == "supported" and fallback_rate is not None and fallback_rate > MAX_FALLBACK_RATE:
+    over = fallback_rate is not None and fallback_rate > MAX_FALLBACK_RATE
+    if (over and v.verdict == "inconclusive" and not v.untestable and math.isfinite(effect.estimate)
+            and _satisfies(effect.estimate, comparator, threshold)):
+        # at the estimate measured, more queries lead to a supported verdict, which this rate withholds: never
+        return Verdict("inconclusive", v.reason, float("inf"), v.mde, False, _fallback_needs(fallback_rate))
+    if v.verdict == "supported" and over:
         return Verdict("inconclusive", f"{v.reason}, but the arms fell back or failed on {fallback_rate:.0%} of "
                                        f"queries (> {MAX_FALLBACK_RATE:.0%}): the fallback was measured",
                        queries_needed=float("inf"), mde=v.mde, needed_for=_fallback_needs(fallback_rate))
@@ -236,13 +241,19 @@ def _decide(effect: Effect, comparator: Comparator, threshold: float, decision: 
     def out(verdict: VerdictName, reason: str, untestable: bool = False) -> Verdict:
         if untestable:  # no number of queries decides it on this data
             return Verdict(verdict, tied + reason, float("inf"), mde, True, "untestable on this data")
-        return Verdict(verdict, tied + reason, None if verdict != "inconclusive" else needed, mde, untestable)
+        if verdict != "inconclusive":
+            return Verdict(verdict, tied + reason, None, mde)
+        never = None
+        if needed is not None and math.isinf(needed):  # what "never" means here
+            never = "estimate = threshold" if margin == 0 else "more than a billion queries"
+        return Verdict(verdict, tied + reason, needed, mde, False, never)
 
     if effect.n == 0:
-        return Verdict("inconclusive", "no paired observations", None, float("inf"), True)
+        return Verdict("inconclusive", "no paired observations", float("inf"), float("inf"), True,
+                       "untestable on this data")
     if not math.isfinite(est):
-        return Verdict("inconclusive", f"estimate is {est} (relative effect over a baseline mean of 0)", None, mde,
-                       True)
+        return Verdict("inconclusive", f"estimate is {est} (relative effect over a baseline mean of 0)", float("inf"),
+                       mde, True, "untestable on this data")
     greater = comparator in (">=", ">")
     if effect.attainable is not None:
         reach = effect.attainable[1] if greater else effect.attainable[0]

@@ -8,7 +8,7 @@ from html import escape
 from typing import Any
 
 from harness.report.html.formatting import _e, _verdict, plain
-from harness.report.terminal import arms_text, counts_text, looks_text, needed_text
+from harness.report.terminal import NEEDED_FIELDS, arms_text, counts_text, looks_text, needed_text
 
 # (family, id prefixes): the protocol's technique claims
 FAMILIES: tuple[tuple[str, tuple[str, ...]], ...] = (
@@ -141,7 +141,7 @@ def _claim_rows(rows: list[dict[str, Any]], axes: dict[str, tuple[float, float]]
             last_metric = r["metric"]
         entries = [e for e in r.get("datasets") or [] if e.get("verdict") != "not run"] or [
             {"dataset": r.get("dataset") or "", "verdict": r["verdict"], "value": r.get("value"), "ci": r.get("ci"),
-             "n": r.get("n"), "arms": r.get("arms")}]
+             "n": r.get("n"), "arms": r.get("arms"), **{k: r.get(k) for k in NEEDED_FIELDS}}]
         for e in entries:
             cond = f"{r['comparator']} {plain(r['threshold'])}"
             plot = effect_svg(e, r["threshold"], *axes[r["metric"]]) if comparative else ""

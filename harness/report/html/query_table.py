@@ -8,7 +8,7 @@ from typing import Any
 
 from harness.report.html.formatting import _e, _verdict, json_script, plain
 from harness.report.per_query import outcome
-from harness.report.terminal import counts_text, looks_text, needed_text
+from harness.report.terminal import NEEDED_FIELDS, counts_text, looks_text, needed_text
 
 
 def _ci_text(e: dict[str, Any]) -> str:
@@ -95,8 +95,8 @@ def claim_details(specs: list[dict[str, Any]]) -> str:
         if r["verdict"] == "not run":
             continue
         entries = [e for e in r.get("datasets") or [] if e.get("verdict") != "not run"] or [
-            {k2: r.get(k2) for k2 in ("dataset", "verdict", "value", "ci", "n", "p_value", "p_holm", "reason",
-                                      "queries_needed", "available", "mde", "interval", "confidence")}]
+            {k2: r.get(k2) for k2 in ("dataset", "verdict", "value", "ci", "n", "p_value", "p_holm", "reason", "mde",
+                                      "interval", "confidence", *NEEDED_FIELDS)}]
         parts = []
         for e in entries:
             parts.append(_entry_html(r, e, f"pq-{k}"))
