@@ -82,10 +82,9 @@ class Replay:
                     return data["value"], str(data["measured_at"])
             except (OSError, pickle.UnpicklingError, EOFError, AttributeError, ImportError, KeyError, TypeError):
                 pass  # a torn or foreign file: draw afresh
-        before = METER.snapshot()
-        value = compute()
-        after = METER.snapshot()
-        calls = (after["llm_calls"] - before["llm_calls"]) + (after["cache_hits"] - before["cache_hits"])
+        with METER.scope() as made:  # its own calls, not those of measurements computed beside it
+            value = compute()
+        calls = made["llm_calls"] + made["cache_hits"]
         path.parent.mkdir(parents=True, exist_ok=True)
         tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp")
         try:

@@ -98,3 +98,42 @@ def test_a_trace_is_kept_with_its_stages_and_events_not_its_lock():
     with back.stage("again"):  # a working lock, its own
         pass
     assert len(back.stages) == 2 and len(trace.stages) == 1
+
+
+def test_measurements_computed_side_by_side_each_keep_their_own_calls(tmp_path):
+    """Items of a study ruled at once (harness.parallel, as the judge-agreement and RET studies rule theirs): each
+    replay keeps the calls its own item made, not those of the items beside it; a later run replays as many."""
+    import threading
+
+    from harness.parallel import ordered_map
+
+    started = threading.Barrier(4)  # all four items are being measured at the same time
+
+    def item(calls: int):
+        def compute():
+            started.wait(timeout=10)
+            for _ in range(calls):
+                METER.call(5, 1)
+            started.wait(timeout=10)  # no item ends before every item has made its calls
+            return calls
+        return compute
+
+    replay = Replay(tmp_path)
+    ordered_map(lambda c: replay("judge-item", item(c), item=c), [1, 2, 3, 4], 4)
+    again = Replay(tmp_path)
+    hits = METER.snapshot()["cache_hits"]
+    assert [again("judge-item", item(c), item=c)[0] for c in [1, 2, 3, 4]] == [1, 2, 3, 4]
+    assert [r["calls"] for r in again.replayed] == [1, 2, 3, 4]
+    assert METER.snapshot()["cache_hits"] - hits == 10
+
+
+def test_a_scope_counts_its_own_context_and_the_tasks_it_starts():
+    from harness.parallel import ordered_map
+
+    with METER.scope() as outer:
+        METER.call(3, 1)
+        with METER.scope() as inner:
+            ordered_map(lambda _: METER.cache_hit(), range(3), 3)  # tasks started here count here
+        METER.call(2, 0)
+    assert inner == {"llm_calls": 0, "prompt_tokens": 0, "completion_tokens": 0, "cache_hits": 3}
+    assert outer == {"llm_calls": 2, "prompt_tokens": 5, "completion_tokens": 1, "cache_hits": 3}

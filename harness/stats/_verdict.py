@@ -164,12 +164,13 @@ def decide(effect: Effect, comparator: Comparator, threshold: float, decision: D
                                 "were measured, not the technique (see the run's errors: the model, its key or its "
                                 "server)")
     v = _decide(kappa_contrast(relative_contrast(effect, threshold), threshold), comparator, threshold, decision, p_value)
-    over = fallback_rate is not None and fallback_rate > MAX_FALLBACK_RATE
-    if (over and v.verdict == "inconclusive" and not v.untestable and math.isfinite(effect.estimate)
+    if fallback_rate is None or not fallback_rate > MAX_FALLBACK_RATE:
+        return v
+    if (v.verdict == "inconclusive" and not v.untestable and math.isfinite(effect.estimate)
             and _satisfies(effect.estimate, comparator, threshold)):
         # at the estimate measured, more queries lead to a supported verdict, which this rate withholds: never
         return Verdict("inconclusive", v.reason, float("inf"), v.mde, False, _fallback_needs(fallback_rate))
-    if v.verdict == "supported" and over:
+    if v.verdict == "supported":
         return Verdict("inconclusive", f"{v.reason}, but the arms fell back or failed on {fallback_rate:.0%} of "
                                        f"queries (> {MAX_FALLBACK_RATE:.0%}): the fallback was measured",
                        queries_needed=float("inf"), mde=v.mde, needed_for=_fallback_needs(fallback_rate))
