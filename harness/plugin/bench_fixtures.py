@@ -70,15 +70,14 @@ def rag_uncached_llm(rag_llm: Any) -> Any:
 
 @pytest.fixture(scope="session")
 def rag_budget_rest(pytestconfig: pytest.Config) -> Any:
-    """`budget_rest(fixture, key, need_s, what, spent_s=0, queries=None)`: before a study drawn in looks draws its rest in the
-    set-up of the wider fixture `fixture` (`spent_s` spent in it so far), ask the run's budget (--budget) for what the
-    rest costs past that set-up's seconds as last measured (`harness.plugin.budget.ask_for_rest`); refused,
-    `NotWithinBudget` (the claims read "not decided within the budget"). Without a budget it asks nothing."""
+    """`budget_rest(fixture, key, need_s, what, queries=None)`: before a study drawn in looks draws its rest in the
+    set-up of the wider fixture `fixture`, ask the run's budget (--budget) for what the rest costs past that set-up's
+    seconds as last measured (`harness.plugin.budget.ask_for_rest`); refused, `NotWithinBudget` (the claims read
+    "not decided within the budget"). Without a budget it asks nothing."""
     from harness.plugin.budget import ask_for_rest
 
-    def _ask(fixture: str, key: str, need_s: float | None, what: str, *, spent_s: float = 0.0,
-             queries: int | None = None) -> None:
-        ask_for_rest(pytestconfig, fixture, key, need_s, what, spent_s=spent_s, queries=queries)
+    def _ask(fixture: str, key: str, need_s: float | None, what: str, *, queries: int | None = None) -> None:
+        ask_for_rest(pytestconfig, fixture, key, need_s, what, queries=queries)
 
     return _ask
 

@@ -47,13 +47,12 @@ def budget_of(config: pytest.Config) -> "BudgetHooks | None":
 
 
 def ask_for_rest(config: pytest.Config, fixture: str, key: str, need_s: float | None, what: str, *,
-                 spent_s: float = 0.0, queries: int | None = None) -> None:
+                 queries: int | None = None) -> None:
     """Before a study drawn in looks draws its rest for the claims about its whole selection (the set-up of the
-    wider fixture `fixture`, which has spent `spent_s` so far): the budget admitted those claims with that set-up's
-    seconds as last measured; where the study's own pace says the rest costs more than what is left of that
-    (`need_s`: fewer queries drawn before it than last time), the rest is asked of the budget under `key` (the
-    admission reserved nothing: all of it must fit what is left), worth the decisions of every claim that reads the
-    set-up, and refused raises `NotWithinBudget` (`what` says how far the study got): the claims read "not decided
+    wider fixture `fixture`): the budget admitted those claims with that set-up's seconds as last measured; where
+    the study's own pace says the rest costs more than that (`need_s`: fewer queries drawn before it than last
+    time), the rest is asked of the budget under `key` (the admission reserved nothing: all of it must fit what is
+    left), worth the decisions of every claim that reads the set-up, and refused raises `NotWithinBudget` (`what` says how far the study got): the claims read "not decided
     within the budget". None (no pace to estimate from: nothing drawn yet) asks nothing; the studies' set-ups draw
     their first look before, so their rest always has a pace. `queries`: what the whole study draws, the queries
     its claims need where the last run that measured them says nothing."""
@@ -62,11 +61,11 @@ def ask_for_rest(config: pytest.Config, fixture: str, key: str, need_s: float | 
     budget = budget_of(config)
     if budget is None or not need_s:
         return
-    left = max(budget.allocator.fixture_s.get(fixture, 0.0) - spent_s, 0.0)
-    if need_s > left * SAFETY:  # the admission reserved nothing: the whole rest is asked of what is left
+    if need_s > budget.allocator.fixture_s.get(fixture, 0.0) * SAFETY:  # the admission reserved nothing
         why = budget.rest_of_set_up(fixture, key, need_s)
-        if why is not None:
-            needed = {"queries": queries, "why": "the study's whole selection, which it reads"} if queries else None
+        if why is not None:  # the queries its claims need, where no run measured them: the study's (not measured)
+            needed = ({"queries": queries, "why": "the study's whole selection, which it reads", "measured": False}
+                      if queries else None)
             raise NotWithinBudget(f"{why} ({what})", needed, started=True)
 
 

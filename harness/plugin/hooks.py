@@ -317,15 +317,12 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):
             report.outcome = "skipped"
             report.longrepr = (str(item.path), item.location[1] or 0, f"budget: {call.excinfo.value}")
             refused = _cause(call.excinfo.value, NotWithinBudget)
-            needed = getattr(refused, "needed", None)  # a claim never started: the queries its last run says it needs
-            if refused is None or refused.started:
-                # cut once started (a study's rest, a later look, the cost cap): what its last run says, else what
-                # the study would draw
-                from harness.plugin.budget import book_needed
+            needed = getattr(refused, "needed", None)  # the queries the refusal says the claim needs
+            if refused is None or refused.started:  # cut once started (a study's rest, a later look, the cost cap):
+                from harness.plugin.budget import book_needed  # what its last run says comes first
 
-                book = book_needed(item.config, item.nodeid)
-                needed = ({**book, "started": True} if book else
-                          {**needed, "started": True, "measured": False} if needed else None)
+                needed = book_needed(item.config, item.nodeid) or needed
+                needed = {**needed, "started": True} if needed else None
             report.user_properties.append((PROP_BUDGET, json.dumps(needed) if needed else "1"))
         elif estimating(item.config):
             report.outcome = "skipped"
