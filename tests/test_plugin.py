@@ -83,6 +83,13 @@ def test_undefined_estimate_reads_inconclusive_not_fail(project: pytest.Pytester
     result.stdout.fnmatch_lines(["*150 (the claim is about all 150)*"])
     assert "150 for 80% power" not in result.stdout.str()
     assert project.runpytest_subprocess("--report-dir", "out2", "--strict-verdicts").ret != 0
+    # with no figure from the check, the row says why none can be given, not nothing
+    project.makepyfile(test_demo=TESTS.format(value='float("nan")'))
+    result = project.runpytest_subprocess("--report-dir", "out3")
+    row = {r["id"]: r for r in json.loads((project.path / "out3" / "results.json").read_text())["specs"]}["DEMO-001"]
+    assert row["verdict"] == "inconclusive" and row["queries_needed"] is None
+    assert row["needed_for"].startswith("unknown: the figure is undefined on the data measured")
+    result.stdout.fnmatch_lines(["*unknown (the figure is undefined on the data measured*"])
 
 
 def test_missing_test_for_catalogue_id_fails_collection(project: pytest.Pytester):

@@ -167,6 +167,24 @@ def test_an_estimate_at_the_threshold_needs_never_and_says_why():
     assert decide(effect(0.06, -0.05, 0.15), ">=", 0.05, CI).needed_for is None  # a count, from the power
 
 
+def test_where_the_data_give_no_figure_the_row_says_unknown_and_why():
+    """No interval (one pair) or no spread (every paired difference equal): no power calculation can be made, so
+    the row gives no count but says why, rather than nothing."""
+    from harness.report.terminal import needed_text
+
+    one = decide(Effect("difference", 0.1, (float("nan"),) * 2, 1, float("nan")), ">=", 0.0, CI)
+    assert one.queries_needed is None and one.needed_for == \
+        "unknown: no interval on 1 pair, so no spread to plan a study from"
+    assert needed_text(one.as_context()) == "unknown (no interval on 1 pair, so no spread to plan a study from)"
+    same = decide(paired_effect(np.full(10, 3.0), np.full(10, 2.0), bounds=None), ">=", 0.5, CI)
+    assert same.verdict == "inconclusive" and same.queries_needed is None
+    assert needed_text(same.as_context()) == "unknown (the paired differences have no spread (sd 0) to plan a study from)"
+    # an undefined interval whose spread is known still gives the power's count
+    known = decide(Effect("difference", 0.1, (float("nan"),) * 2, 20, 0.3), ">=", 0.0, CI)
+    assert known.queries_needed is not None and known.needed_for is None
+    assert needed_text({"verdict": "inconclusive", "queries_needed": None}) == ""  # an old report: nothing to say
+
+
 def test_all_zero_differences():
     """30 tied pairs do not collapse the interval to (0, 0): at most 1 - 0.025^(1/30) = 11.6% of queries could
     differ (Clopper-Pearson), each by at most the metric's range 1, so the mean lies within ±0.1157."""
@@ -321,5 +339,8 @@ def test_a_claim_whose_arms_fell_back_cannot_be_supported():
     # too few items to support: the items the spec asks, and that reason
     short = below_min_n(decide(e, ">=", 0.05, CI), 30, 400)
     assert short.queries_needed == 400 and needed_text(short.as_context()) == "400 (the spec asks at least 400 items)"
+    assert needed_text({**short.as_context(), "available": 250}) == \
+        "400 (the spec asks at least 400 items; > 250 available)"  # a set smaller than the spec asks says so
+    assert needed_text({**short.as_context(), "available": 8000}) == "400 (the spec asks at least 400 items)"
     # a refutation stands: falling back does not make a violated claim true
     assert decide(effect(-0.1, -0.2, 0.0), ">=", 0.05, CI, fallback_rate=0.5).verdict == "refuted"

@@ -120,10 +120,12 @@ def rag_check(request: pytest.FixtureRequest) -> Callable[..., Any]:
             if isinstance(number, float) and math.isnan(number):  # the data cannot define the figure
                 reason = context.get("reason") or "the measurement is undefined on this data (nan)"
                 needed = context.get("queries_needed")  # where the figure names its own n (all 150 queries)
-                why = context.get("needed_for") or "the queries the figure is about"
+                why = (context.get("needed_for") or "the queries the figure is about" if needed else
+                       "unknown: the figure is undefined on the data measured, so there is nothing to plan a study "
+                       "from")
                 record.update(value=number, verdict="inconclusive", decided={
-                    "verdict": "inconclusive", "reason": reason,
-                    **({"queries_needed": needed, "needed_for": why} if needed else {})})
+                    "verdict": "inconclusive", "reason": reason, "needed_for": why,
+                    **({"queries_needed": needed} if needed else {})})
             else:  # a pass measured where the technique fell back (`fallback_rate` > 10%) reads inconclusive
                 v = below_min_n(decide_estimate(s.holds(number), fallback_rate=context.get("fallback_rate")),
                                 effect.n if effect is not None else context.get("n"), s.min_n)

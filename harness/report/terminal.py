@@ -26,22 +26,22 @@ def needed_text(entry: dict[str, Any]) -> str:
     """Queries a new fixed-n study needs for 80% power to decide an inconclusive claim (`harness.stats._verdict.
     queries_needed`), with "> N available" when the dataset has fewer; where the figure names its own n (a claim
     about all 150 queries, or one the budget never started: what the last run that measured it says) the row's
-    `needed_for` says so instead of a power."""
+    `needed_for` says so instead of a power; "unknown (why)" where the data give no figure (no spread to plan from)."""
     q, avail = entry.get("queries_needed"), entry.get("available")
     if entry.get("verdict") not in ("inconclusive", "budget"):
         return ""
     if entry.get("untestable"):  # no number of queries decides it on that data
         return "never (untestable on this data)"
-    if q is None:
-        return ""
+    why = entry.get("needed_for")
+    if q is None:  # no figure: the row says why none can be given ("unknown: ..."), where it says
+        return f"unknown ({why.removeprefix('unknown: ')})" if why else ""
     if q == "never" or (isinstance(q, float) and math.isinf(q)):
-        return f"never ({entry['needed_for']})" if entry.get("needed_for") else "never (estimate = threshold)"
+        return f"never ({why})" if why else "never (estimate = threshold)"
     q = int(q)
-    if entry.get("needed_for"):
-        return f"{q} ({entry['needed_for']})"
-    if isinstance(avail, int) and q > avail:
-        return f"{q} for 80% power (> {avail} available)"
-    return f"{q} for 80% power"
+    more = f"> {avail} available" if isinstance(avail, int) and q > avail else ""
+    if why:
+        return f"{q} ({why}{'; ' + more if more else ''})"
+    return f"{q} for 80% power{f' ({more})' if more else ''}"
 
 
 def counts_text(entry: dict[str, Any]) -> str:

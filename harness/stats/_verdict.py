@@ -38,7 +38,7 @@ upper confidence limit (`queries_needed`).
 from __future__ import annotations
 
 import math
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from functools import lru_cache
 from typing import Any, Literal
 
@@ -93,7 +93,8 @@ class Verdict:
     queries_needed: float | None = None
     mde: float | None = None
     untestable: bool = False
-    needed_for: str | None = None  # why `queries_needed` is what it is, where no power calculation gave it
+    # why `queries_needed` is what it is, where no power calculation gave it; with no figure, "unknown: <why>"
+    needed_for: str | None = None
 
     def as_context(self) -> dict[str, Any]:
         """JSON-safe: an infinite number of queries needed (estimate exactly at the threshold) reads 'never'."""
@@ -262,7 +263,10 @@ def _decide(effect: Effect, comparator: Comparator, threshold: float, decision: 
             return out("inconclusive", f"untestable on this data: the metric can change by at most {reach:+.4g} "
                                        f"over the baseline, the claim needs {comparator} {threshold:g}", True)
     if math.isnan(lo) or math.isnan(hi):
-        return out("inconclusive", "interval undefined")
+        v = out("inconclusive", "interval undefined")
+        return v if v.queries_needed is not None else replace(
+            v, needed_for=f"unknown: no interval on {effect.n} pair{'' if effect.n == 1 else 's'}, so no spread to "
+                          "plan a study from")
     if lo == hi and effect.exact:  # constant by construction: the value is known, nothing is left to test
         ok = _satisfies(lo, comparator, threshold)
         return out("supported" if ok else "refuted", f"{effect.kind} is exactly {lo:.4g} by construction (every "
@@ -271,7 +275,8 @@ def _decide(effect: Effect, comparator: Comparator, threshold: float, decision: 
     if lo == hi:  # every paired difference equal (sd 0): a zero-width interval is no measure of uncertainty
         return Verdict("inconclusive", f"every paired difference is {est:.4g} (sd 0) over {effect.n} pairs: the "
                                        f"{conf * 100:.4g}% CI [{lo:.4g}, {hi:.4g}] is degenerate (zero width "
-                                       "measures no uncertainty) and cannot decide", None, mde)
+                                       "measures no uncertainty) and cannot decide", None, mde, False,
+                       "unknown: the paired differences have no spread (sd 0) to plan a study from")
     if not _satisfies(lo, comparator, threshold) and not _satisfies(hi, comparator, threshold):
         return out("refuted", f"the whole {conf * 100:.4g}% CI [{lo:.4g}, {hi:.4g}] violates {comparator} {threshold:g}")
     if decision.rule == "ci":
