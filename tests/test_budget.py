@@ -356,23 +356,28 @@ def test_the_book_is_rescaled_to_the_runs_pace():
         def __init__(self, nodeid: str, when: str, duration: float) -> None:
             self.nodeid, self.when, self.duration = nodeid, when, duration
 
+    from harness.llm.meter import METER
+
     for i, key in enumerate(("a", "b")):
-        hooks._running[key] = 10.0
+        hooks._running[key], hooks._meter[key] = 10.0, METER.snapshot()
+        METER.call(300, 20)  # it calls the model
         hooks.pytest_runtest_logreport(Report(key, "setup", 500.0))  # its fixtures' set-up: not the model's pace
         hooks.pytest_runtest_logreport(Report(key, "call", 30.0))
         assert hooks.scale == (1.0 if i == 0 else 3.0)  # 10 estimated seconds are too few to judge the pace by
+    hooks._running["machine"], hooks._meter["machine"] = 10.0, METER.snapshot()
+    hooks.pytest_runtest_logreport(Report("machine", "call", 10.0))  # no model call (an index-time check)
+    assert hooks.scale == 3.0, "a test that calls no model says nothing of the model's pace"
     # a study waits on the model and triples; an index calls no model and keeps its seconds
     assert hooks.allocator.fixture_s == {"study": 150.0, "index": 40.0}
     hooks._running["free"] = 0.0
     hooks.pytest_runtest_logreport(Report("free", "call", 95.0))  # the book has it as free: no ratio to read
     assert hooks.scale == 3.0
-    from harness.llm.meter import METER
-
     hooks._running["replayed"], hooks._meter["replayed"] = 10.0, METER.snapshot()
     METER.cache_hit()  # answered from the cache (or replayed), no model call: 0.1 s says nothing of the pace
     hooks.pytest_runtest_logreport(Report("replayed", "call", 0.1))
     assert hooks.scale == 3.0
-    hooks._running["c"] = 10.0
+    hooks._running["c"], hooks._meter["c"] = 10.0, METER.snapshot()
+    METER.call(300, 20)
     hooks.pytest_runtest_logreport(Report("c", "call", 1000.0))  # far slower still: the scale is capped at 4
     assert hooks.scale == 4.0
 

@@ -272,14 +272,15 @@ class BudgetHooks:
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         """A test's own time (its call) against its book figure: once enough has run, the book's figures are
-        rescaled to this run's pace (a slower model or machine than the one measured). Set-ups are left out: one
-        index that took longer than last time says nothing of the model's pace."""
+        rescaled to this run's pace (a slower model or machine than the one measured). Set-ups are left out (one
+        index that took longer than last time says nothing of the model's pace), and so are tests that made no
+        model call: one that calls none (an index-time check), or one served from the cache or replayed."""
         if report.when != "call" or report.nodeid not in self._running:
             return
         estimate = self._running.pop(report.nodeid)
         before, now = self._meter.pop(report.nodeid, None), METER.snapshot()
-        if before is not None and now["llm_calls"] == before["llm_calls"] and now["cache_hits"] > before["cache_hits"]:
-            return  # served from the response cache or replayed (harness.replay): says nothing of the model's pace
+        if before is not None and now["llm_calls"] == before["llm_calls"]:
+            return  # no model call (it calls none, or was served from the cache or replayed): not the model's pace
         if estimate < PACE_MIN_S:  # a test the book has as (nearly) free: its ratio would be noise or infinite
             return
         self._pace[0] += estimate
