@@ -112,6 +112,24 @@ def test_the_stopping_interval_covers_the_truth_under_the_allocator(estimated, r
               stopped_early=early, **ctx)
 
 
+@pytest.mark.spec("CALIB-FUTILITY-COVERAGE")
+def test_the_interval_a_claim_stops_with_covers_the_truth_under_futility(estimated, rag_check):
+    """Futility alone (no budget): every claim decided, run to its last look, or stopped futile, reporting what
+    production reports (`SequentialOutcome.reported_effect`); judged per population, truth and side."""
+    study, ctx = estimated
+    c, pops, none = study.claims, study.pops, study.none
+    cells = fig.coverage_cells(none.code, none.lo, none.hi, c.truth, c.population, c.category, c.side)
+    n = min(k for _, k in cells.values())
+    worst = min(v for v, _ in cells.values()) if n >= MIN_CELL else -math.inf
+    futile = fig.stopped_early(none.code, none.looks, len(study.looks.rule.looks))  # no budget: futile stops only
+    rag_check("CALIB-FUTILITY-COVERAGE", worst, n=n, runs=RUNS, band=round(CELL_BAND, 4),
+              cells=[{"population": pops[p][0].name, "truth": ca.CATEGORIES[k], "side": sd, "coverage": round(v, 4),
+                      "claims": m} for (p, k, sd), (v, m) in cells.items()],
+              futile_share=round(float(futile.mean()), 4),
+              stopped_futile=_rows(fig.coverage(none.code, none.lo, none.hi, c.truth, c.category, among=futile)),
+              **ctx)
+
+
 def _rows(cov: dict[str, tuple[float, int]]) -> dict[str, dict[str, float]]:
     return {cat: {"coverage": round(v, 4), "claims": n} for cat, (v, n) in cov.items()}
 

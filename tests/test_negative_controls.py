@@ -102,8 +102,9 @@ def _side_spec(spec_id: str) -> bool:
 @pytest.mark.parametrize("module, owns, select", [
     ("test_calibration.py", lambda i: not _side_spec(i) and not i.startswith(("CALIB-FUTILITY-", "CALIB-ALLOCATOR-")),
      None),
-    ("test_futility_calibration.py", lambda i: i.startswith("CALIB-FUTILITY-"), None),
-    ("test_allocator_calibration.py", lambda i: i.startswith("CALIB-ALLOCATOR-"), None),
+    ("test_futility_calibration.py", lambda i: i.startswith("CALIB-FUTILITY-") and i != "CALIB-FUTILITY-COVERAGE", None),
+    # futility's coverage is read off the allocator's study (its arm without a budget)
+    ("test_allocator_calibration.py", lambda i: i.startswith("CALIB-ALLOCATOR-") or i == "CALIB-FUTILITY-COVERAGE", None),
     # the per-side calibration one control at a time (each in a child process of its own), so xdist can share them
     ("test_side_calibration.py", lambda i: _side_spec(i) and "-RELATIVE-" in i, "RELATIVE"),
     ("test_side_calibration.py", lambda i: _side_spec(i) and "-RELATIVE-" not in i and "-KAPPA-" not in i

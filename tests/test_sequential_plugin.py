@@ -146,6 +146,23 @@ def test_a_claim_no_look_can_decide_stops_futile_and_says_so(project: pytest.Pyt
     assert "DRAWN [10, 20]" in out  # queries 21-30 never drawn
     assert 0.0 <= seq["decision_probability"] < 0.10
     assert "stopped: futile at look 2, look 2/3 (20 of ≤30" in out and row["queries_needed"]
+    # it reports its stopping look's own (anytime) interval, as the calibration of that coverage reads it
+    # (SequentialOutcome.reported_effect); under the control that swaps in the fixed-n interval, the row shows that
+    assert row["datasets"][0]["ci"] == pytest.approx(seq["history"][-1]["ci"])
+    anytime = row["datasets"][0]["ci"]
+    project.makeconftest("""
+import pytest
+from harness.plugin.controls.registry import CONTROLS
+
+
+def pytest_configure(config):
+    CONTROLS["fixed-interval-at-futile-stop"].apply(pytest.MonkeyPatch())
+""")
+    row, _, _ = _row(project, [0.001, -0.001] * 15)
+    fixed = row["datasets"][0]["ci"]
+    assert row["sequential"]["stopped"] == "futile at look 2" and fixed != pytest.approx(anytime)
+    assert fixed[1] - fixed[0] < anytime[1] - anytime[0]  # the fixed-n interval is the narrower one
+    (project.path / "conftest.py").unlink()
     off = project.path / "nofutility.yaml"
     off.write_text("harness:\n  sequential:\n    futility: 0\n")
     row, out, _ = _row(project, [0.001, -0.001] * 15, f"--harness-config={off}")

@@ -246,7 +246,7 @@ def rag_check_sequential(request: pytest.FixtureRequest, rag_check: Callable[...
         seq = {**outcome.as_context(), "query_order": order}
         extra = final(outcome.queries_used) if final is not None else {}
         # the stopping look's naive p-values are not adjusted for the looks: the row shows none
-        effect = dataclasses.replace(outcome.effect, p_values={}, primary_test=None)
+        effect = dataclasses.replace(outcome.reported_effect, p_values={}, primary_test=None)
         ctx = {k: v for k, v in {**context, **last, **extra}.items() if k != "p_value"}
         row = dict(ctx, sequential=seq, queries_used=seq["queries_used"],
                    looks_used=f"{outcome.stopped_at} of {len(design.looks)}"

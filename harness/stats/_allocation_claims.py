@@ -10,6 +10,7 @@ claim costs a binary search instead of 20,000 draws, proven equal to it by tests
 """
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass
 from typing import Mapping, Sequence
@@ -60,6 +61,13 @@ class ClaimLooks:
     fixed_lo: np.ndarray
     fixed_hi: np.ndarray
 
+    def fixed_sd(self, i: int, k: int) -> float:
+        """The per-query SD a Student-t 95% interval as wide as claim `i`'s fixed-n interval at look `k` has (the
+        `Effect.sd` a look reports: what a fixed-n interval of its queries would be built on)."""
+        n = self.rule.looks[k]
+        width = float(self.fixed_hi[i, k] - self.fixed_lo[i, k])
+        return width / (2.0 * _t975(n)) * math.sqrt(n) if n > 1 and math.isfinite(width) else math.nan
+
     def stops_at(self, below: float) -> np.ndarray:
         """0-based look each claim stops at without a budget: its first decided look, else its first futile one
         (`below`), else the last."""
@@ -73,6 +81,11 @@ class ClaimLooks:
             stop[open_ & ends] = k
             open_ &= ~ends
         return stop
+
+
+@functools.lru_cache(maxsize=64)
+def _t975(n: int) -> float:
+    return float(_st.t.ppf(0.975, n - 1))
 
 
 def _one_look(est: np.ndarray, spread: np.ndarray, n_k: int, n_last: int, z_last: float,

@@ -148,12 +148,6 @@ def budgeted_rule() -> ac.ClaimRule:
     return ac.ANYTIME
 
 
-def stopping_interval(outcome: SequentialOutcome, fixed_n: tuple[float, float]) -> tuple[float, float]:
-    """The interval a claim reports where it stopped (`fixed_n`: the fixed-n 95% interval of the same queries, which
-    it does not report): its look's own."""
-    return float(outcome.effect.ci[0]), float(outcome.effect.ci[1])
-
-
 @dataclass
 class Allocation:
     """One allocation of every claim: outcome code, looks taken, reported interval; per run the seconds spent."""
@@ -209,7 +203,7 @@ class _Claim:
         self.clock.t += cost
         self.drawn[0], self.drawn[1] = n, self.drawn[1] + cost
         return Effect(self.kind, float(self.looks.estimate[i, k]), (float(self.looks.lo[i, k]),
-                      float(self.looks.hi[i, k])), n, math.nan, confidence=confidence,
+                      float(self.looks.hi[i, k])), n, self.looks.fixed_sd(i, k), confidence=confidence,
                       interval_method=self.looks.rule.interval_method)
 
     def verdict_of(self, e: Effect, final: bool) -> Verdict:
@@ -243,13 +237,12 @@ def _scheduled(looks: int, why: str) -> Callable[[int, int, float | None], str |
     return may_continue
 
 
-def _record(out: Allocation, i: int, o: SequentialOutcome, looks: ac.ClaimLooks) -> None:
-    k = len(o.looks) - 1
+def _record(out: Allocation, i: int, o: SequentialOutcome) -> None:
     v = o.verdict.verdict
     out.code[i] = BUDGET if o.budget_reason is not None else SUPPORTED if v == "supported" else \
         REFUTED if v == "refuted" else INCONCLUSIVE
     out.looks[i] = len(o.looks)
-    out.lo[i], out.hi[i] = stopping_interval(o, (float(looks.fixed_lo[i, k]), float(looks.fixed_hi[i, k])))
+    out.lo[i], out.hi[i] = (float(x) for x in o.reported_effect.ci)  # what production reports (rag_check_sequential)
 
 
 class Study:
@@ -289,7 +282,7 @@ class Study:
         clock, design = _Clock(), design_of(ac.ANYTIME)
         for i in rows:  # no budget
             o = self._claim(i, self.looks, clock).run(design, self._threshold(i), self.below)
-            _record(self.none, i, o, self.looks)
+            _record(self.none, i, o)
         limit = self.share * clock.t
         self.none.spent[r] = clock.t
         self._allocate(r, rows, limit)
@@ -323,7 +316,7 @@ class Study:
                 return alloc.request(str(i), float(step), to_end_s=float(to_end), p_decide=pd)
 
             t0 = clock.t
-            _record(self.allocator, i, c.run(design, self._threshold(i), self.below, may_continue), looks)
+            _record(self.allocator, i, c.run(design, self._threshold(i), self.below, may_continue))
             if not self.true_costs:
                 pace[0] += self._book(i)
                 pace[1] += clock.t - t0
@@ -363,5 +356,5 @@ class Study:
             if len(o.looks) != taken[i]:
                 raise AssertionError(f"claim {i}: round-robin scheduled {taken[i]} looks, run_sequential took "
                                      f"{len(o.looks)}")
-            _record(self.round_robin, i, o, self.looks)
+            _record(self.round_robin, i, o)
         self.round_robin.spent[r], self.round_robin.limit[r] = clock.t, limit

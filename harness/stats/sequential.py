@@ -241,6 +241,13 @@ class SequentialOutcome:
         return self.futile_probability is not None
 
     @property
+    def reported_effect(self) -> Effect:
+        """What the claim reports where it stopped, decided or not (futile, or refused by the budget): its stopping
+        look's effect with that look's own interval (the confidence sequence's, or the repeated interval), which
+        holds its coverage at a stop the data chose; never the fixed-n interval of the queries used."""
+        return self.effect
+
+    @property
     def stopped_at(self) -> int:
         """1-based number of the look the claim stopped at."""
         return len(self.looks)

@@ -116,18 +116,43 @@ def _allocator_picks_n(mp: Any) -> None:
     mp.setattr(alloc, "budgeted_rule", lambda: claims.PEEKING)
 
 
+def _fixed_n(effect: Any) -> Any:
+    """The effect with the fixed-n 95% Student-t interval of its queries (from its per-query SD), not its own."""
+    import dataclasses
+    import math
+
+    from harness.stats._scipy import stats as st
+
+    n, sd = effect.n, effect.sd
+    if n < 2 or not math.isfinite(sd):
+        return effect
+    half = float(st.t.ppf(0.975, n - 1)) * sd / math.sqrt(n)
+    return dataclasses.replace(effect, ci=(effect.estimate - half, effect.estimate + half), confidence=0.95,
+                               interval_method="fixed-n t")
+
+
+def _report_fixed_n_where(mp: Any, stopped: Any) -> None:
+    """The production outcome's reported effect (`SequentialOutcome.reported_effect`, what rag_check_sequential and
+    the allocator's calibration both report) replaced by the fixed-n interval where `stopped(outcome)`."""
+    from harness.stats.sequential import SequentialOutcome
+
+    orig = vars(SequentialOutcome)["reported_effect"].fget
+    mp.setattr(SequentialOutcome, "reported_effect",
+               property(lambda self: _fixed_n(self.effect) if stopped(self) else orig(self)))
+
+
 @control("fixed-interval-at-early-stop",
          breaks="a claim stopped before its last look (futile, or refused by the budget) reports the fixed-n 95% "
                 "interval of the queries it used instead of its confidence sequence")
 def _fixed_interval_at_early_stop(mp: Any) -> None:
-    from harness.stats import calibration_allocation as alloc
+    _report_fixed_n_where(mp, lambda o: o.futile or o.budget_reason is not None)
 
-    orig = alloc.stopping_interval
 
-    def fixed(outcome: Any, fixed_n: tuple[float, float]) -> tuple[float, float]:
-        return fixed_n if outcome.futile or outcome.budget_reason is not None else orig(outcome, fixed_n)
-
-    mp.setattr(alloc, "stopping_interval", fixed)
+@control("fixed-interval-at-futile-stop",
+         breaks="a claim stopped as futile reports the fixed-n 95% interval of the queries it used instead of its "
+                "confidence sequence")
+def _fixed_interval_at_futile_stop(mp: Any) -> None:
+    _report_fixed_n_where(mp, lambda o: o.futile)
 
 
 @control("allocator-never-continues",
