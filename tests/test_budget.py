@@ -367,6 +367,15 @@ def test_the_book_is_rescaled_to_the_runs_pace():
     hooks._running["machine"], hooks._meter["machine"] = 10.0, METER.snapshot()
     hooks.pytest_runtest_logreport(Report("machine", "call", 10.0))  # no model call (an index-time check)
     assert hooks.scale == 3.0, "a test that calls no model says nothing of the model's pace"
+    hooks._running["set-up"] = 10.0
+    METER.call(300, 20)  # its fixtures' set-up called the model (a study's first look), its own call does not
+
+    class Item:
+        nodeid = "set-up"
+
+    hooks.pytest_runtest_call(Item())
+    hooks.pytest_runtest_logreport(Report("set-up", "call", 10.0))
+    assert hooks.scale == 3.0, "the meter is read from the test's own call, after its fixtures"
     # a study waits on the model and triples; an index calls no model and keeps its seconds
     assert hooks.allocator.fixture_s == {"study": 150.0, "index": 40.0}
     hooks._running["free"] = 0.0

@@ -308,7 +308,7 @@ def test_verdict_objects_in_full():
     one = Effect("difference", 0.1, (float("nan"),) * 2, 1, float("nan"))
     assert decide(one, ">=", 0.0, Decision("ci")) == Verdict(
         "inconclusive", "interval undefined", None, math.inf, False,
-        "unknown: no interval on 1 pair, so no spread to plan a study from")
+        "unknown: no interval from 1 observation, so no spread to plan a study from")
     rel = Effect("relative", math.inf, (float("nan"),) * 2, 6, 0.3)
     v = decide(rel, ">=", 0.1, Decision("ci"))
     assert v.mde == pytest.approx(minimum_detectable_effect(0.3, 6)) and v.queries_needed == math.inf

@@ -174,8 +174,8 @@ def test_where_the_data_give_no_figure_the_row_says_unknown_and_why():
 
     one = decide(Effect("difference", 0.1, (float("nan"),) * 2, 1, float("nan")), ">=", 0.0, CI)
     assert one.queries_needed is None and one.needed_for == \
-        "unknown: no interval on 1 pair, so no spread to plan a study from"
-    assert needed_text(one.as_context()) == "unknown (no interval on 1 pair, so no spread to plan a study from)"
+        "unknown: no interval from 1 observation, so no spread to plan a study from"
+    assert needed_text(one.as_context()) == "unknown (no interval from 1 observation, so no spread to plan a study from)"
     same = decide(paired_effect(np.full(10, 3.0), np.full(10, 2.0), bounds=None), ">=", 0.5, CI)
     assert same.verdict == "inconclusive" and same.queries_needed is None
     assert needed_text(same.as_context()) == "unknown (the paired differences have no spread (sd 0) to plan a study from)"

@@ -268,7 +268,13 @@ class BudgetHooks:
             raise NotWithinBudget(why, self.book.needed.get(item.nodeid))
         self._running[item.nodeid] = self.book.tests.get(item.nodeid, self.default_s)
         self.done |= mine.fixtures
-        self._meter[item.nodeid] = METER.snapshot()
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_runtest_call(self, item: pytest.Item) -> None:
+        """The model's calls so far, as the test's own call starts (after its fixtures: a study's first look drawn in
+        its set-up is not the test's own call)."""
+        if item.nodeid in self._running:
+            self._meter[item.nodeid] = METER.snapshot()
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         """A test's own time (its call) against its book figure: once enough has run, the book's figures are

@@ -62,8 +62,10 @@ class ClaimLooks:
     fixed_hi: np.ndarray
 
     def fixed_sd(self, i: int, k: int) -> float:
-        """The per-query SD a Student-t 95% interval as wide as claim `i`'s fixed-n interval at look `k` has (the
-        `Effect.sd` a look reports: what a fixed-n interval of its queries would be built on)."""
+        """The per-query SD of a Student-t 95% interval as wide as claim `i`'s fixed-n interval at look `k` (the
+        pre-#36 rule of its kind): the `Effect.sd` the calibration's looks carry, which only the controls that swap in
+        a fixed-n interval read (an interval of that width centred on the estimate; exact for the t interval of a
+        difference, the same width but recentred for a rate's Wilson and a binary difference's Agresti-Min)."""
         n = self.rule.looks[k]
         width = float(self.fixed_hi[i, k] - self.fixed_lo[i, k])
         return width / (2.0 * _t975(n)) * math.sqrt(n) if n > 1 and math.isfinite(width) else math.nan

@@ -265,8 +265,8 @@ def _decide(effect: Effect, comparator: Comparator, threshold: float, decision: 
     if math.isnan(lo) or math.isnan(hi):
         v = out("inconclusive", "interval undefined")
         return v if v.queries_needed is not None else replace(
-            v, needed_for=f"unknown: no interval on {effect.n} pair{'' if effect.n == 1 else 's'}, so no spread to "
-                          "plan a study from")
+            v, needed_for=f"unknown: no interval from {effect.n} observation{'' if effect.n == 1 else 's'}, so no "
+                          "spread to plan a study from")
     if lo == hi and effect.exact:  # constant by construction: the value is known, nothing is left to test
         ok = _satisfies(lo, comparator, threshold)
         return out("supported" if ok else "refuted", f"{effect.kind} is exactly {lo:.4g} by construction (every "
