@@ -12,5 +12,15 @@ if ! "$VENV/bin/python" -c "import harness, pytrec_eval" >/dev/null 2>&1; then
   "$VENV/bin/pip" install --quiet -c constraints.txt torch==2.13.0
   "$VENV/bin/pip" install --quiet -c constraints.txt -e '.[dev]'
 fi
+# a self-check whose dataset is not here is deselected on purpose, and said so (a missing dataset is an error)
+DATA="${RAG_HARNESS_DATA:-../shared/data}"
+deselect=()
+for pair in "scifact benchmarks/test_retrieval.py::test_scifact_reproduces_mteb"; do
+  read -r ds node <<< "$pair"
+  if [ ! -f "$DATA/$ds/corpus.jsonl" ]; then
+    echo "selfcheck: deselected $node: no $ds set under $DATA" >&2
+    deselect+=(--deselect "$node")
+  fi
+done
 HF_HUB_OFFLINE=1 exec "$VENV/bin/python" -m pytest -m "benchmark and selfcheck" --record-selfchecks \
-  --report-dir reports/selfcheck "$@"
+  --report-dir reports/selfcheck "${deselect[@]}" "$@"
