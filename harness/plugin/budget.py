@@ -52,10 +52,11 @@ def ask_for_rest(config: pytest.Config, fixture: str, key: str, need_s: float | 
     wider fixture `fixture`): the budget admitted those claims with that set-up's seconds as last measured; where
     the study's own pace says the rest costs more than that (`need_s`: fewer queries drawn before it than last
     time), the rest is asked of the budget under `key` (the admission reserved nothing: all of it must fit what is
-    left), worth the decisions of every claim that reads the set-up, and refused raises `NotWithinBudget` (`what` says how far the study got): the claims read "not decided
-    within the budget". None (no pace to estimate from: nothing drawn yet) asks nothing; the studies' set-ups draw
-    their first look before, so their rest always has a pace. `queries`: what the whole study draws, the queries
-    its claims need where the last run that measured them says nothing."""
+    left), worth the decisions of every claim that reads the set-up, and refused raises `NotWithinBudget` (`what`
+    says how far the study got): the claims read "not decided within the budget". None (no pace to estimate from:
+    nothing drawn yet) asks nothing; the studies' set-ups draw their first look before, so their rest always has a
+    pace. `queries`: what the whole study draws, the queries its claims need where the last run that measured them
+    says nothing."""
     from harness.budget import SAFETY, NotWithinBudget
 
     budget = budget_of(config)

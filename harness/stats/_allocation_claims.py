@@ -10,7 +10,6 @@ claim costs a binary search instead of 20,000 draws, proven equal to it by tests
 """
 from __future__ import annotations
 
-import functools
 import math
 from dataclasses import dataclass
 from typing import Mapping, Sequence
@@ -21,6 +20,7 @@ from harness.stats._scipy import stats as _st
 from harness.stats import _sides_rules as rules
 from harness.stats import calibration_sides as sides
 from harness.stats import futility as _futility
+from harness.stats.intervals import interval_sd
 
 INCONCLUSIVE, SUPPORTED, REFUTED = 0, 1, 2
 VERDICT_NAMES = ("inconclusive", "supported", "refuted")
@@ -66,9 +66,7 @@ class ClaimLooks:
         pre-#36 rule of its kind): the `Effect.sd` the calibration's looks carry, which only the controls that swap in
         a fixed-n interval read (an interval of that width centred on the estimate; exact for the t interval of a
         difference, the same width but recentred for a rate's Wilson and a binary difference's Agresti-Min)."""
-        n = self.rule.looks[k]
-        width = float(self.fixed_hi[i, k] - self.fixed_lo[i, k])
-        return width / (2.0 * _t975(n)) * math.sqrt(n) if n > 1 and math.isfinite(width) else math.nan
+        return interval_sd(float(self.fixed_hi[i, k] - self.fixed_lo[i, k]) / 2.0, self.rule.looks[k])
 
     def stops_at(self, below: float) -> np.ndarray:
         """0-based look each claim stops at without a budget: its first decided look, else its first futile one
@@ -83,11 +81,6 @@ class ClaimLooks:
             stop[open_ & ends] = k
             open_ &= ~ends
         return stop
-
-
-@functools.lru_cache(maxsize=64)
-def _t975(n: int) -> float:
-    return float(_st.t.ppf(0.975, n - 1))
 
 
 def _one_look(est: np.ndarray, spread: np.ndarray, n_k: int, n_last: int, z_last: float,
