@@ -89,10 +89,12 @@ class Unit:
 def plan_within(units: Sequence[Unit], fixture_s: Mapping[str, float], capacity_s: float, *,
                 shared_s: float = 5.0) -> list[str]:
     """The steps a budget of `capacity_s` seconds takes, chosen greedily by weighted decisions expected per second: a
-    candidate is one unit, or the units that need one shared set-up of `shared_s` seconds or more (all of them, and
-    those that need no other such set-up: a study serves several claims, so its worth is theirs together and its
-    cost is counted once); each pick's set-ups are then done for the rest. Ties go to the earlier candidate. Keys in
-    the order picked."""
+    candidate is one unit, or the units that need one shared set-up of `shared_s` seconds or more (all of them; those
+    that need no other such set-up; and of those, the ones worth most per second of their own that together give the
+    set-up its best worth per second: a study serves several claims, so its worth is theirs together and its cost is
+    counted once, and a dear, unlikely claim among them does not drag the study's rate down with it); each pick's
+    set-ups are then done for the rest, whose claims are weighed again on their own. Ties go to the earlier
+    candidate. Keys in the order picked."""
     todo = {u.key: u for u in units}
     if not any(u.fixtures for u in todo.values()):
         return _plan_alone(list(todo.values()), capacity_s)
@@ -129,10 +131,12 @@ def _plan_greedy(todo: dict[str, Unit], fixture_s: Mapping[str, float], capacity
             users = [u for u in todo.values() if f in u.fixtures]
             alone = [u for u in users if not (u.fixtures - have - {f}) & shared]
             candidates += [users] + ([alone] if alone and len(alone) < len(users) else [])
+            core = _best_core(alone, have, fixture_s)
+            if 0 < len(core) < len(alone):
+                candidates.append(core)
         best: tuple[float, list[Unit], set[str], float] | None = None
         for group in candidates:
-            setups = set().union(*(u.fixtures for u in group)) - have
-            cost = sum(u.cost_s for u in group) + sum(fixture_s.get(f, 0.0) for f in setups)
+            cost, setups = _group_cost(group, have, fixture_s)
             if cost > left:
                 continue
             value = (sum(u.worth for u in group) / max(cost, 1e-3) if len(group) > 1 or setups
@@ -147,6 +151,32 @@ def _plan_greedy(todo: dict[str, Unit], fixture_s: Mapping[str, float], capacity
         have |= best[2]
         left -= best[3]
     return chosen
+
+
+def _group_cost(group: Sequence[Unit], have: set[str], fixture_s: Mapping[str, float]) -> tuple[float, set[str]]:
+    """The seconds a group of units still costs (their own, and each set-up they need that is not done, once) and
+    those set-ups."""
+    setups = set().union(*(u.fixtures for u in group)) - have
+    return sum(u.cost_s for u in group) + sum(fixture_s.get(f, 0.0) for f in setups), setups
+
+
+def _best_core(users: Sequence[Unit], have: set[str], fixture_s: Mapping[str, float]) -> list[Unit]:
+    """Of units that share a set-up, the leading ones by worth per second of their own (what each adds once the
+    set-ups they all need are paid) whose group is worth most per second, those set-ups counted once; ties to the
+    fewer. Empty where none is worth anything."""
+    common = frozenset.intersection(*(u.fixtures for u in users)) if users else frozenset()
+
+    def own_rate(u: Unit) -> float:
+        return u.worth / max(u.cost_s + sum(fixture_s.get(f, 0.0) for f in u.fixtures - have - common), 1e-3)
+
+    ranked = sorted(users, key=lambda u: -own_rate(u))  # stable: ties keep their order
+    best = (0.0, 0)
+    for j in range(1, len(ranked) + 1):
+        cost, _ = _group_cost(ranked[:j], have, fixture_s)
+        rate = sum(u.worth for u in ranked[:j]) / max(cost, 1e-3)
+        if rate > best[0]:
+            best = (rate, j)
+    return ranked[:best[1]]
 
 
 def plan_order(links: Sequence[Iterable[str]], rank: Sequence[float | None]) -> list[int]:
