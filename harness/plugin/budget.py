@@ -21,6 +21,7 @@ from harness.plugin.state import (CONTROL_KEY, PROP_RECORD, RESULTS_KEY, bound_s
                                   spend_of)
 
 BUDGET_KEY = pytest.StashKey["BudgetHooks"]()
+WORKER_BUDGET = "rag_harness_budget"  # the key of a worker's budget ledger in its xdist workeroutput
 DEFAULT_TEST_S = 60.0  # a test this machine has never timed: a minute, until the run measures it
 SCALE_AFTER_S = 20.0  # estimated seconds run before the run's own pace rescales the book (another model, machine)
 SCALE_RANGE = (0.25, 4.0)
@@ -148,6 +149,7 @@ class BudgetHooks:
         self.keys: set[str] = set()  # the wider fixtures' instances the benchmark tests need
         self.done: set[str] = set()  # those the tests admitted so far set up
         self.items: list[pytest.Item] = []  # the benchmark tests, in run order
+        self.workers: list[dict[str, Any]] = []  # xdist's controller: each worker's ledger (`summary`)
         self.started: set[str] = set()  # those that have asked (granted or refused)
         self.scale = 1.0  # this run's pace over the book's: actual seconds / estimated, over the tests run so far
         self._running: dict[str, float] = {}  # nodeid -> its own seconds in the book, until its call is reported
@@ -175,6 +177,15 @@ class BudgetHooks:
         rank = [float(place.get(i.nodeid, math.inf)) if _budgeted(i) else None for i in items]
         items[:] = [items[n] for n in plan_order([_links(self.fixtures[i.nodeid], i.nodeid) for i in items], rank)]
         self.items = [item for item in items if _budgeted(item)]
+
+    def pytest_deselected(self, items: list[pytest.Item]) -> None:
+        """Tests deselected after the plan was made leave it: pytest's `--lf` deselects the passed tests of a file
+        named on the command line in a hook wrapper that ends after every plugin's collection hook, this one's too,
+        and a test that will not run must not keep the budget from one that will."""
+        gone = {item.nodeid for item in items}
+        self.items = [item for item in self.items if item.nodeid not in gone]
+        for key in gone:
+            self.allocator.waiting.pop(key, None)
 
     def probe_pace(self) -> None:
         """A model whose pace against the packaged book's no probe has measured (a fresh clone, a new model) would
@@ -314,11 +325,30 @@ class BudgetHooks:
         """What a test's decision is worth to the plan: a comparative claim's the setting's, any other 1."""
         return self.comparative_weight if nodeid in self.comparative else 1.0
 
+    def summary(self) -> dict[str, Any]:
+        """What the budget allowed, spent, granted and refused, for the report; under xdist the controller's is its
+        workers' together (each had the whole budget: the longest's seconds, every grant and refusal)."""
+        parts = [self.allocator.summary(), *self.workers]
+        return {"limit_s": self.allocator.limit_s, "spent_s": max(p["spent_s"] for p in parts),
+                "steps_granted": sum(p["steps_granted"] for p in parts),
+                "refused": {k: v for p in parts for k, v in p["refused"].items()},
+                **({"workers": len(self.workers)} if self.workers else {})}
+
+    @pytest.hookimpl(optionalhook=True)
+    def pytest_testnodedown(self, node: Any, error: Any) -> None:
+        """xdist's controller: a worker's ledger, for the report."""
+        part = (getattr(node, "workeroutput", None) or {}).get(WORKER_BUDGET)
+        if part is not None:
+            self.workers.append(part)
+
     @pytest.hookimpl(wrapper=True, trylast=True)
     def pytest_sessionfinish(self, session: pytest.Session) -> Generator[None, Any, Any]:
         """After the report is written: this run's benchmark tests' costs kept for the next; a run with no benchmark
         test, such as the unit tier, keeps nothing. A worker leaves it to the controller, which collects nothing and
-        keeps the benchmark tests its report names (those bound to a claim)."""
+        keeps the benchmark tests its report names (those bound to a claim); it hands its ledger over first."""
+        workeroutput = getattr(self.config, "workeroutput", None)
+        if workeroutput is not None and self.allocator.limit_s is not None:
+            workeroutput[WORKER_BUDGET] = self.allocator.summary()
         result = yield
         results = self.config.stash.get(RESULTS_KEY, None)
         controller = not session.items and self.config.pluginmanager.has_plugin("dsession")

@@ -122,8 +122,8 @@ class ReportHooks:
         from harness.plugin.budget import budget_of
 
         budget = budget_of(self.config)
-        if budget is not None:  # what --budget allowed, spent and refused (per process under xdist)
-            results["budget"] = {**budget.allocator.summary(), "pace": round(budget.scale, 3),
+        if budget is not None:  # what --budget allowed, spent and refused (every worker's under xdist)
+            results["budget"] = {**budget.summary(), "pace": round(budget.scale, 3),
                                  "comparative_weight": budget.comparative_weight,
                                  "costs_from": str(budget.path),
                                  **({"pace_probe": budget.probe} if budget.probe else {})}
