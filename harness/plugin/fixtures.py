@@ -191,8 +191,7 @@ def rag_check_sequential(request: pytest.FixtureRequest, rag_check: Callable[...
     verdict stays inconclusive, with the look's interval and the queries a new study needs).
     """
     from harness.stats.sampling import describe as describe_order
-    from harness.stats.sequential import SequentialDesign, run_sequential
-    from harness.stats._verdict import below_min_n, decide
+    from harness.stats.sequential import SequentialDesign, decide_in_looks
 
     cat = catalogue_of(request.config)
     h = harness_config_of(request.config).harness
@@ -234,14 +233,10 @@ def rag_check_sequential(request: pytest.FixtureRequest, rag_check: Callable[...
             return budget.look(request.node.nodeid, per_query * (n - drawn["n"]),
                                per_query * (design.looks[-1] - drawn["n"]), p)
 
-        def verdict_of(e: Any, final_look: bool) -> Any:
-            return below_min_n(decide(e, s.comparator, s.threshold, s.decision, fallback_rate=last.get("fallback_rate"),
-                                      error_rate=last.get("error_rate"), interim=not final_look), e.n, s.min_n)
-
-        outcome = run_sequential(design, effect_at, verdict_of, available=context.get("available"),
-                                 futility_threshold=float(s.threshold) if settings.futility > 0 else None,
-                                 futility_below=settings.futility,
-                                 may_continue=may_continue if budget is not None else None)
+        outcome = decide_in_looks(design, effect_at, comparator=s.comparator, threshold=s.threshold,
+                                  decision=s.decision, min_n=s.min_n, settings=settings,
+                                  available=context.get("available"), context=lambda: last,
+                                  may_continue=may_continue if budget is not None else None)
         order = order or describe_order(h.query_order, h.seed)
         seq = {**outcome.as_context(), "query_order": order}
         extra = final(outcome.queries_used) if final is not None else {}

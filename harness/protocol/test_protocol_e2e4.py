@@ -17,9 +17,10 @@ from harness.replay import replayed_context
 from harness.data import load_experiment_inputs
 from harness.e2e4_study import DRAW_ORDER, DrawnStudy, draw_order
 from harness.provenance import content_hash_of
+from harness.recorded import Outcomes
 from harness.retrieval.rerank import make_reranker
 from harness.runner import ExperimentRun, run_experiments
-from harness.stats._effect import paired_effect, proportion_effect
+from harness.stats._effect import paired_effect
 from harness.stats.sampling import ordered
 from harness.stats.sequential import first_look
 from harness.techniques.e2e4.evaluation import (abstains, all_queries_figure, compare, context_recall,
@@ -108,8 +109,8 @@ def _negatives(study) -> int:
 @pytest.mark.spec("E2E4-FR6-2")
 def test_reasoning_specific(e2e4_draws, rag_check_sequential):
     def measure(rows, confidence):  # context beyond the question's own words
-        specific = [specific_reasoning(r) for r in rows["e4"]]
-        return proportion_effect(specific, confidence=confidence), {"e4_answers": len(specific)}
+        outcomes = Outcomes.rate([specific_reasoning(r) for r in rows["e4"]])
+        return outcomes.effect(confidence), {"e4_answers": len(outcomes.values), "outcomes": outcomes.as_context()}
 
     _check_in_looks(e2e4_draws, rag_check_sequential, "E2E4-FR6-2", measure, available=e2e4_draws["selected"],
                     detector="harness.metrics.reasoning.specific_reasoning")
@@ -118,11 +119,13 @@ def test_reasoning_specific(e2e4_draws, rag_check_sequential):
 @pytest.mark.spec("E2E4-FR6-3")
 def test_e4_abstains_on_negatives(e2e4_draws, rag_check_sequential):
     def measure(rows, confidence):
-        negatives = [abstains(r["llm_answer"]) for r in rows["e4"] if r["metadata"].get("query_type") == "negative"]
+        drawn = [(q, r) for q, r in enumerate(rows["e4"], 1) if r["metadata"].get("query_type") == "negative"]
+        outcomes = Outcomes.rate([abstains(r["llm_answer"]) for _, r in drawn], [q for q, _ in drawn])
         s = summarize(rows["e4"])
         e4_vs_e3 = compare(rows["e4"], rows["e3"])
-        return proportion_effect(negatives, confidence=confidence), {
-            "negatives": len(negatives), "accuracy_by_type": {k: v["accuracy"] for k, v in s.items()},
+        return outcomes.effect(confidence), {
+            "negatives": len(drawn), "outcomes": outcomes.as_context(),
+            "accuracy_by_type": {k: v["accuracy"] for k, v in s.items()},
             "e4_vs_e3_accuracy_delta": e4_vs_e3["accuracy_delta"], "e4_vs_e3_mcnemar_p": e4_vs_e3["mcnemar_p"]}
 
     _check_in_looks(e2e4_draws, rag_check_sequential, "E2E4-FR6-3", measure, available=_negatives(e2e4_draws))
@@ -241,8 +244,8 @@ def test_e4_handles_public_out_of_kb_questions(negatives_study, rag_negatives_na
     questions = negatives_study["sets"][negatives]
 
     def measure_at(n: int, confidence: float):
-        e4 = [r["e4"]["safe"] for r in questions.upto(n)]
-        return proportion_effect(e4, confidence=confidence), {}
+        outcomes = Outcomes.rate([r["e4"]["safe"] for r in questions.upto(n)])
+        return outcomes.effect(confidence), {"outcomes": outcomes.as_context()}
 
     def final(n: int) -> dict:
         rows = questions.upto(n)

@@ -9,7 +9,7 @@ import math
 
 import pytest
 
-from harness.judge.reliability import kappa_effect_at
+from harness.recorded import Outcomes
 from harness.replay import replayed_context
 from harness.stats.intervals import wilson_interval
 
@@ -34,9 +34,9 @@ def test_judge_agrees_with_labels(rag_judge_draws, rag_judge_name, rag_check_seq
         rel, lexical = study.reliability[rag_judge_name], study.reliability["lexical"]
         labels = [i.supported for i in study.items]
         # a failed ruling counts as a disagreement; fewer items than the spec's min_n cannot support it
-        effect = kappa_effect_at(study.first[rag_judge_name], labels, right_share=share, confidence=confidence,
-                                 seed=draws.seed, of_all=n >= draws.draws.available)
-        return effect, _ctx(study, rel, accuracy=rel.accuracy, accuracy_ci=list(rel.accuracy_ci),
+        outcomes = Outcomes.kappa(study.first[rag_judge_name], labels, right_share=share, seed=draws.seed,
+                                  available=draws.draws.available)
+        return outcomes.effect(confidence), _ctx(study, rel, outcomes=outcomes.as_context(), accuracy=rel.accuracy, accuracy_ci=list(rel.accuracy_ci),
                             lexical_kappa=lexical.kappa, items=len(study.items), ruled=rel.n - rel.failures,
                             kappa_ruled=rel.kappa_ruled, right_answers=sum(labels), kappa_right_share=share,
                             kappa_sample=rel.kappa, **replayed_context(draws.replayed_from))

@@ -337,6 +337,27 @@ def run_sequential(design: SequentialDesign, effect_at: Callable[[int, float], E
     return SequentialOutcome(design, effect, verdict, looks, avail)
 
 
+def decide_in_looks(design: SequentialDesign, effect_at: Callable[[int, float], Effect], *, comparator: Comparator,
+                    threshold: float, decision: Decision, min_n: int | None, settings: SequentialSettings,
+                    available: int | None = None, context: Callable[[], dict[str, Any]] = dict,
+                    may_continue: Callable[[int, int, float | None], str | None] | None = None) -> SequentialOutcome:
+    """A catalogue claim (its comparator, threshold, decision rule and min_n) decided in looks as
+    `rag_check_sequential` decides it: `run_sequential` with each look's verdict from `decide` (an interim look as
+    such, the fallback and error rates from `context()`, the last look's context) held below `min_n`, and
+    non-binding futility per `settings`. One function for the plugin and for a replay of a recorded claim
+    (`harness.recorded`)."""
+    from harness.stats._verdict import below_min_n, decide
+
+    def verdict_of(e: Effect, final_look: bool) -> Verdict:
+        ctx = context()
+        return below_min_n(decide(e, comparator, threshold, decision, fallback_rate=ctx.get("fallback_rate"),
+                                  error_rate=ctx.get("error_rate"), interim=not final_look), e.n, min_n)
+
+    return run_sequential(design, effect_at, verdict_of, available=available,
+                          futility_threshold=float(threshold) if settings.futility > 0 else None,
+                          futility_below=settings.futility, may_continue=may_continue)
+
+
 def replay(candidate: Sequence[float], baseline: Sequence[float], design: SequentialDesign, comparator: Comparator,
            threshold: float, decision: Decision, *, relative: bool = False, binary: bool = False,
            bounds: tuple[float, float] | None = (0.0, 1.0)) -> SequentialOutcome:
