@@ -1,6 +1,6 @@
 """A sequential claim's per-query outcomes, recorded in its row, and the claim decided again from them.
 
-A claim decided in looks (`rag_check_sequential`) whose effect is a rate or Cohen's κ computes that effect through
+A claim decided in looks (`rag_check_sequential`) whose effect is a rate, a paired effect or Cohen's κ computes that effect through
 `Outcomes.effect` and puts `Outcomes.as_context()` in its row's context (`outcomes`): the values the stopping look
 read, in the order they were drawn. `replay_check` takes such a row from `results.json` and decides the claim
 again through the plugin's own rule (`harness.stats.sequential.decide_in_looks`), reading at look n the outcomes
@@ -9,6 +9,7 @@ a budget that refused its next look would have left it. So a budgeted run and a 
 compared claim by claim on the same recorded outcomes (`tests/test_budgeted_vs_whole.py`)."""
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Mapping, Sequence
 
@@ -18,16 +19,17 @@ if TYPE_CHECKING:
     from harness.stats import Effect
     from harness.stats.sequential import SequentialOutcome
 
-KINDS = ("proportion", "kappa")
+KINDS = ("proportion", "paired", "kappa")
 
 
 @dataclass(frozen=True)
 class Outcomes:
-    """Per-query outcomes in draw order. `values`: a rate's 0/1 outcome per counted query, or κ's
-    (ruling, label) per item (a ruling None where it failed: a disagreement). `query_at`: the 1-based draw position
-    of each value, so a look at n queries reads those at n or before (a claim about the negative queries counts
-    some queries only). κ's `right_share` (the design's share of right answers), `seed` and `available` (the
-    study's items) are its effect's own arguments (`harness.judge.reliability.kappa_effect_at`)."""
+    """Per-query outcomes in draw order. `values`: a rate's 0/1 outcome per counted query, a paired claim's
+    (candidate, baseline) scores per query, or κ's (ruling, label) per item (a ruling None where it failed: a
+    disagreement). `query_at`: the 1-based draw position of each value, so a look at n queries reads those at n or
+    before (a claim about the negative queries counts some queries only). A paired claim's `relative`, `binary` and
+    `seed` are `harness.stats.paired_effect`'s; κ's `right_share` (the design's share of right answers), `seed` and
+    `available` (the study's items) are `harness.judge.reliability.kappa_effect_at`'s."""
 
     kind: str
     values: tuple[Any, ...]
@@ -35,6 +37,8 @@ class Outcomes:
     right_share: float | None = None
     seed: int = 0
     available: int | None = None
+    relative: bool = False
+    binary: bool = False
 
     def __post_init__(self) -> None:
         if self.kind not in KINDS:
@@ -53,6 +57,16 @@ class Outcomes:
         return cls("proportion", values, tuple(query_at) if query_at is not None else tuple(range(1, len(values) + 1)))
 
     @classmethod
+    def paired(cls, candidate: Sequence[float], baseline: Sequence[float], query_at: Sequence[int] | None = None, *,
+               relative: bool = False, binary: bool = False, seed: int = 0) -> Outcomes:
+        """A paired claim's per-query scores; `query_at` defaults to one pair per query drawn (1, 2, …)."""
+        if len(candidate) != len(baseline):
+            raise ValueError(f"{len(candidate)} candidate scores but {len(baseline)} baseline scores")
+        values = tuple((float(c), float(b)) for c, b in zip(candidate, baseline))
+        return cls("paired", values, tuple(query_at) if query_at is not None else tuple(range(1, len(values) + 1)),
+                   seed=int(seed), relative=bool(relative), binary=bool(binary))
+
+    @classmethod
     def kappa(cls, rulings: Sequence[bool | None], labels: Sequence[bool], *, right_share: float, seed: int,
               available: int) -> Outcomes:
         """κ's items: the judge's ruling and the label of each, one item per query drawn."""
@@ -65,7 +79,7 @@ class Outcomes:
     def upto(self, n: int) -> Outcomes:
         """The outcomes of the first n queries drawn."""
         k = sum(1 for q in self.query_at if q <= n)
-        return Outcomes(self.kind, self.values[:k], self.query_at[:k], self.right_share, self.seed, self.available)
+        return dataclasses.replace(self, values=self.values[:k], query_at=self.query_at[:k])
 
     def effect(self, confidence: float) -> Effect:
         """The effect on these outcomes at `confidence` (inside `anytime_intervals()`: its confidence sequence), as the
@@ -74,6 +88,11 @@ class Outcomes:
             from harness.stats import proportion_effect
 
             return proportion_effect(list(self.values), confidence=confidence)
+        if self.kind == "paired":
+            from harness.stats import paired_effect
+
+            return paired_effect([c for c, _ in self.values], [b for _, b in self.values], relative=self.relative,
+                                 binary=self.binary, seed=self.seed, confidence=confidence)
         from harness.judge.reliability import kappa_effect_at
 
         assert self.right_share is not None and self.available is not None
@@ -85,13 +104,15 @@ class Outcomes:
         return {"kind": self.kind, "values": [list(v) if isinstance(v, tuple) else v for v in self.values],
                 "query_at": list(self.query_at),
                 **({"right_share": self.right_share, "seed": self.seed, "available": self.available}
-                   if self.kind == "kappa" else {})}
+                   if self.kind == "kappa" else {}),
+                **({"relative": self.relative, "binary": self.binary, "seed": self.seed} if self.kind == "paired" else {})}
 
     @classmethod
     def from_context(cls, ctx: Mapping[str, Any]) -> Outcomes:
         values = tuple(tuple(v) if isinstance(v, list) else v for v in ctx["values"])
         return cls(ctx["kind"], values, tuple(int(q) for q in ctx["query_at"]), ctx.get("right_share"),
-                   int(ctx.get("seed", 0)), ctx.get("available"))
+                   int(ctx.get("seed", 0)), ctx.get("available"), bool(ctx.get("relative", False)),
+                   bool(ctx.get("binary", False)))
 
 
 def replay_check(check: Mapping[str, Any], spec: Spec, settings: SequentialSettings, *,

@@ -12,7 +12,7 @@ from harness.catalogue import load_catalogue
 from harness.config import SequentialSettings
 from harness.judge.reliability import kappa_effect_at
 from harness.recorded import Outcomes, replay_check
-from harness.stats import proportion_effect
+from harness.stats import paired_effect, proportion_effect
 from harness.stats._effect import anytime_intervals
 from tests.pytester_kit import new_project
 
@@ -29,6 +29,23 @@ def test_a_rate_s_outcomes_give_its_effect_and_a_look_reads_the_queries_drawn_by
         for n, k in [(4, 3), (9, 5), (10, 6)]:
             assert o.upto(n).effect(0.95) == proportion_effect(values[:k], confidence=0.95)
     assert Outcomes.rate([True, False]).query_at == (1, 2)
+    assert Outcomes.from_context(json.loads(json.dumps(o.as_context()))) == o
+
+
+@pytest.mark.unit
+@pytest.mark.parametrize("relative, binary", [(True, False), (False, False), (False, True)])
+def test_a_paired_claim_s_outcomes_give_its_effect_at_each_look(relative, binary):
+    rng = np.random.default_rng(5)
+    c = (rng.random(20) < 0.6).astype(float) if binary else rng.random(20)
+    b = (rng.random(20) < 0.4).astype(float) if binary else rng.random(20)
+    at = list(range(2, 42, 2))  # every other draw counts
+    o = Outcomes.paired(c, b, at, relative=relative, binary=binary, seed=1)
+    for n, k in [(10, 5), (41, 20)]:
+        with anytime_intervals():
+            assert o.upto(n).effect(0.95) == paired_effect(c[:k], b[:k], relative=relative, binary=binary, seed=1,
+                                                           confidence=0.95)
+        assert o.upto(n).effect(0.9) == paired_effect(c[:k], b[:k], relative=relative, binary=binary, seed=1,
+                                                      confidence=0.9)
     assert Outcomes.from_context(json.loads(json.dumps(o.as_context()))) == o
 
 
@@ -54,6 +71,7 @@ def test_kappa_s_outcomes_give_its_effect_at_each_look():
     (lambda: Outcomes.rate([True, False], [2, 1]), "draw order"),
     (lambda: Outcomes("kappa", ((True, True),), (1,)), "right_share"),
     (lambda: Outcomes.kappa([True], [True, False], right_share=0.5, seed=0, available=2), "1 rulings but 2 labels"),
+    (lambda: Outcomes.paired([0.1, 0.2], [0.3]), "2 candidate scores but 1 baseline scores"),
 ])
 def test_outcomes_that_cannot_be_replayed_are_refused(bad, message):
     with pytest.raises(ValueError, match=message):

@@ -147,11 +147,12 @@ def test_e4_answers_fewer_negatives(e2e4_draws, rag_check_sequential):
     def measure(rows, confidence):
         neg = {e: {r["query_id"]: r for r in rows[e] if r["metadata"].get("query_type") == "negative"}
                for e in ("e2", "e4")}
+        order = {r["query_id"]: q for q, r in enumerate(rows["e4"], 1)}  # each negative's draw position
         ids = [q for q in neg["e4"] if q in neg["e2"]]
         answered = {e: [not abstains(neg[e][q]["llm_answer"]) for q in ids] for e in neg}
-        effect = paired_effect([float(x) for x in answered["e4"]], [float(x) for x in answered["e2"]], binary=True,
-                               confidence=confidence)
-        return effect, {"negatives": len(ids),
+        outcomes = Outcomes.paired([float(x) for x in answered["e4"]], [float(x) for x in answered["e2"]],
+                                   [order[q] for q in ids], binary=True)
+        return outcomes.effect(confidence), {"negatives": len(ids), "outcomes": outcomes.as_context(),
                         "answered": {e: float(np.mean(v)) if v else None for e, v in answered.items()}}
 
     _check_in_looks(e2e4_draws, rag_check_sequential, "E2E4-HALLU-NEG", measure, available=_negatives(e2e4_draws),

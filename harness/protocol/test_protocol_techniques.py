@@ -14,6 +14,7 @@ from harness.replay import replayed_context
 from harness.data.trec import write_trec_qrels, write_trec_run
 from harness.metrics import evaluate
 from harness.prompts import load_prompts, render
+from harness.recorded import Outcomes
 from harness.report.per_query import per_query_context, technique_outputs
 from harness.stats._effect import paired_effect
 from harness.stats.latency import interleaved_ratio
@@ -71,9 +72,10 @@ def _compare(check_sequential, spec_id, dataset, base: LazyArm, cand: LazyArm, *
     def measure_at(n: int, confidence: float):
         _, c_arm, b, c = arms(n)
         diff = paired_effect(c, b, seed=1, confidence=confidence)
+        outcomes = Outcomes.paired(c, b, relative=relative, seed=1)
         ctx = {"baseline": float(b.mean()), "candidate": float(c.mean()), "paired_difference": diff.estimate,
-               "paired_difference_ci": list(diff.ci), **_failure_rates(c_arm)}
-        return (paired_effect(c, b, relative=True, seed=1, confidence=confidence) if relative else diff), ctx
+               "paired_difference_ci": list(diff.ci), "outcomes": outcomes.as_context(), **_failure_rates(c_arm)}
+        return outcomes.effect(confidence), ctx
 
     def final(n: int) -> dict:
         b_arm, c_arm, b, c = arms(n)
