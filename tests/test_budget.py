@@ -4,12 +4,24 @@ from __future__ import annotations
 
 import json
 import math
+from typing import Any
 
 import numpy as np
 import pytest
 
-from harness.budget import (MEASURE_P_DECIDE, PRIOR_P_DECIDE, SAFETY, Allocator, CostBook, NotWithinBudget, Unit,
-                            book_from_results, parse_budget, plan_order, plan_within)
+from harness.budget import (
+    MEASURE_P_DECIDE,
+    PRIOR_P_DECIDE,
+    SAFETY,
+    Allocator,
+    CostBook,
+    NotWithinBudget,
+    Unit,
+    book_from_results,
+    parse_budget,
+    plan_order,
+    plan_within,
+)
 from harness.stats.sequential import SequentialDesign, replay, run_sequential
 
 pytestmark = pytest.mark.unit
@@ -383,7 +395,7 @@ def test_a_later_look_of_a_comparative_claim_is_worth_its_weight():
 
 def test_the_book_is_rescaled_to_the_runs_pace():
     """Tests the book says take 10 s each take 30 s here: after 20 estimated seconds, every estimate triples; a
-    slow set-up (a teardown or setup report) does not move the pace."""
+    slow set-up of nothing that calls the model does not move the pace."""
     import harness.plugin.budget as pb
 
     hooks = object.__new__(pb.BudgetHooks)
@@ -391,6 +403,7 @@ def test_the_book_is_rescaled_to_the_runs_pace():
                           fixture_calls={"study": 120, "index": 0})
     hooks.allocator = Allocator(1000.0, fixture_s=dict(hooks.book.fixtures))
     hooks.scale, hooks._running, hooks._pace, hooks._meter, hooks.keys = 1.0, {}, [0.0, 0.0], {}, set()
+    hooks._set_ups = {}
 
     class Report:
         def __init__(self, nodeid: str, when: str, duration: float) -> None:
@@ -401,7 +414,7 @@ def test_the_book_is_rescaled_to_the_runs_pace():
     for i, key in enumerate(("a", "b")):
         hooks._running[key], hooks._meter[key] = 10.0, METER.snapshot()
         METER.call(300, 20)  # it calls the model
-        hooks.pytest_runtest_logreport(Report(key, "setup", 500.0))  # its fixtures' set-up: not the model's pace
+        hooks.pytest_runtest_logreport(Report(key, "setup", 500.0))  # no set-up of the model's: not its pace
         hooks.pytest_runtest_logreport(Report(key, "call", 30.0))
         assert hooks.scale == (1.0 if i == 0 else 3.0)  # 10 estimated seconds are too few to judge the pace by
     hooks._running["machine"], hooks._meter["machine"] = 10.0, METER.snapshot()
@@ -505,3 +518,60 @@ def test_the_plan_equals_the_step_by_step_greedy_on_random_units(with_fixtures):
                  for i in range(n)]
         capacity = float(rng.choice([0.0, 5.0, 20.0, 60.0, 200.0, 1e9]))
         assert plan_within(units, fixtures, capacity) == _plan_reference(units, fixtures, capacity)
+
+
+def _paced_hooks(book: CostBook) -> Any:
+    import harness.plugin.budget as pb
+
+    hooks = object.__new__(pb.BudgetHooks)
+    hooks.book, hooks.allocator = book, Allocator(1000.0, fixture_s=dict(book.fixtures))
+    hooks.scale, hooks._running, hooks._pace, hooks._meter, hooks._set_ups = 1.0, {}, [0.0, 0.0], {}, {}
+    hooks.keys = set()
+    return hooks
+
+
+class _SetUpReport:
+    when = "setup"
+
+    def __init__(self, nodeid: str, duration: float, passed: bool = True) -> None:
+        self.nodeid, self.duration, self.passed = nodeid, duration, passed
+
+
+def test_a_set_up_that_waits_on_the_model_sets_the_pace():
+    """A study's first look (40 s and 40 calls in the book) that takes 80 s here doubles the pace before any
+    test's own call; one partly replayed, one served partly from the cache, one mostly an index, and one that
+    failed leave the pace where it was (a pace probe that read the machine wrong is corrected by the first
+    study the run draws)."""
+    from harness.llm.meter import METER
+
+    book = CostBook({"study": 40.0, "index": 30.0, "small": 5.0}, {}, {},
+                    fixture_calls={"study": 40, "index": 0, "small": 0})
+
+    def set_up(hooks: Any, fixtures: set[str], calls: int, seconds: float, *, hits: int = 0,
+               passed: bool = True) -> None:
+        item = type("Item", (), {"nodeid": "t", "stash": {}, "user_properties": [],
+                                 "get_closest_marker": lambda self, name: name == "benchmark" or None})()
+        hooks.allocator.plan([], replace=True)
+        hooks.items, hooks.fixtures = [item], {"t": [(f, None) for f in fixtures]}
+        hooks.done, hooks.started = set(), set()
+        hooks.config, hooks._probe_spend, hooks.comparative, hooks.comparative_weight = None, [], set(), 2.0
+        hooks.default_s = 60.0
+        hooks.pytest_runtest_setup(item)
+        for _ in range(calls):
+            METER.call(300, 20)
+        for _ in range(hits):
+            METER.cache_hit()
+        hooks.pytest_runtest_logreport(_SetUpReport("t", seconds, passed))
+
+    hooks = _paced_hooks(book)
+    set_up(hooks, {"study"}, 40, 80.0)
+    assert hooks.scale == 2.0
+    assert hooks.allocator.fixture_s["study"] == 80.0 and hooks.allocator.fixture_s["index"] == 30.0
+    hooks = _paced_hooks(book)
+    set_up(hooks, {"study", "small"}, 40, 85.0)  # a small index beside it, taken at the book's 5 s
+    assert hooks.scale == 2.0
+    for fixtures, calls, kw in (({"study"}, 20, {}), ({"study"}, 40, {"hits": 1}), ({"study", "index"}, 40, {}),
+                                ({"study"}, 40, {"passed": False}), ({"index"}, 0, {})):
+        hooks = _paced_hooks(book)
+        set_up(hooks, fixtures, calls, 80.0, **kw)
+        assert hooks.scale == 1.0, (fixtures, calls, kw)

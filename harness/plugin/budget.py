@@ -26,6 +26,9 @@ DEFAULT_TEST_S = 60.0  # a test this machine has never timed: a minute, until th
 SCALE_AFTER_S = 20.0  # estimated seconds run before the run's own pace rescales the book (another model, machine)
 SCALE_RANGE = (0.25, 4.0)
 PACE_MIN_S = 1.0  # tests the book has under a second do not count toward the pace
+# a set-up counts toward the pace where what it sets up that calls no model (an index) is at most this share of
+# what does (a study's first look): the rest of its seconds is then the model's
+SET_UP_OTHER_SHARE = 0.25
 # a test whose set-ups are all done and whose own estimate is under this reads what the run already paid for (the
 # claims of a study that is measured): granted even with the budget spent, each overrunning it by at most this
 FREE_READ_S = 1.0
@@ -155,6 +158,9 @@ class BudgetHooks:
         self._running: dict[str, float] = {}  # nodeid -> its own seconds in the book, until its call is reported
         self._pace = [0.0, 0.0]  # estimated, actual seconds of the tests finished
         self._meter: dict[str, dict[str, int]] = {}  # nodeid -> the LLM meter when it was admitted
+        # nodeid -> the book's seconds and calls of the set-ups it needs that call the model, and of those that do
+        # not, and the meter as its set-up starts (`_set_up_pace`)
+        self._set_ups: dict[str, tuple[float, int, float, dict[str, int]]] = {}
         self.probe: dict[str, Any] | None = None  # the pace probe, where this run made one
         self.pace_vs_prior: float | None = None  # the packaged figures' scale it set, kept in this model's book
         self._probe_spend: list[dict[str, Any]] = []  # its calls, until the first test carries them into the report
@@ -280,6 +286,11 @@ class BudgetHooks:
             raise NotWithinBudget(why, self.book.needed.get(item.nodeid))
         self._running[item.nodeid] = self.book.tests.get(item.nodeid, self.default_s)
         self.done |= mine.fixtures
+        model = [_base(k) for k in mine.fixtures if self.book.calls_the_model(_base(k))]
+        self._set_ups[item.nodeid] = (sum(self.book.fixtures.get(k, 0.0) for k in model),
+                                      sum(self.book.fixture_calls.get(k, 0) for k in model),
+                                      sum(self.book.fixtures.get(_base(k), 0.0) for k in mine.fixtures
+                                          if _base(k) not in model), METER.snapshot())
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_runtest_call(self, item: pytest.Item) -> None:
@@ -289,10 +300,13 @@ class BudgetHooks:
             self._meter[item.nodeid] = METER.snapshot()
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
-        """A test's own time (its call) against its book figure: once enough has run, the book's figures are
-        rescaled to this run's pace (a slower model or machine than the one measured). Set-ups are left out (one
-        index that took longer than last time says nothing of the model's pace), and so are tests that made no
-        model call: one that calls none (an index-time check), or one served from the cache or replayed."""
+        """A test's own time (its call) against its book figure, and a set-up's that waits on the model (a study's
+        first look, `_set_up_pace`): once enough has run, the book's figures are rescaled to this run's pace (a
+        slower model or machine than the one measured, or a pace probe that read it wrong). Tests that made no
+        model call are left out: one that calls none (an index-time check), or one served from the cache or
+        replayed."""
+        if report.when == "setup" and report.nodeid in self._set_ups:
+            self._set_up_pace(report)
         if report.when != "call" or report.nodeid not in self._running:
             return
         estimate = self._running.pop(report.nodeid)
@@ -301,8 +315,24 @@ class BudgetHooks:
             return  # no model call (it calls none, or was served from the cache or replayed): not the model's pace
         if estimate < PACE_MIN_S:  # a test the book has as (nearly) free: its ratio would be noise or infinite
             return
+        self._paced(estimate, float(report.duration))
+
+    def _set_up_pace(self, report: pytest.TestReport) -> None:
+        """A set-up's seconds against the book's, where it sets up what calls the model and little else (an index
+        of at most `SET_UP_OTHER_SHARE` of its seconds, taken at the book's figure), it passed, and it made at least
+        the model calls the book's set-ups made with none from the cache: a set-up partly replayed, or one that
+        is mostly an index, says nothing of the model's pace."""
+        model_s, calls, other_s, before = self._set_ups.pop(report.nodeid)
+        now = METER.snapshot()
+        made, hits = now["llm_calls"] - before["llm_calls"], now["cache_hits"] - before["cache_hits"]
+        if (report.passed and model_s >= PACE_MIN_S and other_s <= SET_UP_OTHER_SHARE * model_s and made > 0
+                and made >= calls and hits == 0):
+            self._paced(model_s, max(float(report.duration) - other_s, 0.0))
+
+    def _paced(self, estimate: float, actual: float) -> None:
+        """One more measured stretch of model work: the pace, once `SCALE_AFTER_S` estimated seconds are in."""
         self._pace[0] += estimate
-        self._pace[1] += float(report.duration)
+        self._pace[1] += actual
         if self._pace[0] >= SCALE_AFTER_S:
             self.scale = min(max(self._pace[1] / self._pace[0], SCALE_RANGE[0]), SCALE_RANGE[1])
             self.allocator.fixture_s = self._fixture_costs()
