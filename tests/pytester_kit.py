@@ -33,3 +33,16 @@ def repo_project(pytester: pytest.Pytester) -> pytest.Pytester:
     pytester.makeini(f"[pytest]\naddopts = {ADDOPTS}\nharness_config = wsop.yaml\n")
     shutil.copy(ROOT / "wsop.yaml", pytester.path / "wsop.yaml")
     return pytester
+
+
+def estimate_spec(spec_id: str, title: str, marker: str = "benchmark") -> str:
+    """A claim whose figure is an estimate held to `>= 0`: any figure passes."""
+    return f"""
+  - id: {spec_id}
+    title: {title}
+    marker: {marker}
+    decision: estimate
+    metric: seconds
+    comparator: ">="
+    threshold: 0
+    source: demo"""

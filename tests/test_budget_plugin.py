@@ -8,26 +8,13 @@ from pathlib import Path
 
 import pytest
 
-from tests.pytester_kit import new_project
+from tests.pytester_kit import estimate_spec, new_project
 
 pytestmark = pytest.mark.integration
 pytest_plugins = ["pytester"]
 
-def _estimate_spec(spec_id: str, title: str, marker: str = "benchmark") -> str:
-    """A claim whose figure is an estimate held to `>= 0`: any figure passes."""
-    return f"""
-  - id: {spec_id}
-    title: {title}
-    marker: {marker}
-    decision: estimate
-    metric: seconds
-    comparator: ">="
-    threshold: 0
-    source: demo"""
-
-
-CATALOGUE = "specs:" + _estimate_spec("DEAR", "A claim that takes long") + _estimate_spec(
-    "CHEAP", "A claim that is quick") + _estimate_spec("QUICK", "A unit-tier claim", "unit") + """
+CATALOGUE = "specs:" + estimate_spec("DEAR", "A claim that takes long") + estimate_spec(
+    "CHEAP", "A claim that is quick") + estimate_spec("QUICK", "A unit-tier claim", "unit") + """
   - id: SEQ
     title: A technique improves the score
     marker: benchmark
@@ -251,7 +238,7 @@ def embedder():
     assert "embedder" not in links and not any("=0" in k for k in links)
 
 
-STUDY_CATALOGUE = "specs:" + "".join(_estimate_spec(i, f"A claim read from the study ({i})")
+STUDY_CATALOGUE = "specs:" + "".join(estimate_spec(i, f"A claim read from the study ({i})")
                                       for i in ("S1", "S2", "S3", "DEAR")) + "\n"
 
 STUDY_TESTS = """

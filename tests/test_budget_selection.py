@@ -8,38 +8,13 @@ import json
 
 import pytest
 
-from tests.pytester_kit import new_project
+from tests.pytester_kit import estimate_spec, new_project
 
 pytestmark = pytest.mark.integration
 pytest_plugins = ["pytester"]
 
-CATALOGUE = """
-specs:
-  - id: DEAR
-    title: A claim that takes long and passes
-    marker: benchmark
-    decision: estimate
-    metric: seconds
-    comparator: ">="
-    threshold: 0
-    source: demo
-  - id: BAD
-    title: A claim that fails
-    marker: benchmark
-    decision: estimate
-    metric: seconds
-    comparator: ">="
-    threshold: 0
-    source: demo
-  - id: CHEAP
-    title: A claim that is quick and passes
-    marker: benchmark
-    decision: estimate
-    metric: seconds
-    comparator: ">="
-    threshold: 0
-    source: demo
-"""
+CATALOGUE = "specs:" + estimate_spec("DEAR", "A claim that takes long and passes") + estimate_spec(
+    "BAD", "A claim that fails") + estimate_spec("CHEAP", "A claim that is quick and passes") + "\n"
 
 TESTS = """
 import pytest
