@@ -36,7 +36,7 @@ def repo_project(pytester: pytest.Pytester) -> pytest.Pytester:
 
 
 def estimate_spec(spec_id: str, title: str, marker: str = "benchmark") -> str:
-    """A claim whose figure is an estimate held to `>= 0`: any figure passes."""
+    """A claim whose figure is an estimate held to `>= 0`: a figure of 0 or more passes, a negative one fails."""
     return f"""
   - id: {spec_id}
     title: {title}
