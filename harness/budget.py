@@ -24,8 +24,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterable, Mapping, Sequence
 
-__all__ = ["Allocator", "CostBook", "NotWithinBudget", "Unit", "book_from_results", "needed_of", "parse_budget",
-           "plan_within", "plan_order", "PRIOR_P_DECIDE", "MEASURE_P_DECIDE"]
+__all__ = ["Allocator", "CostBook", "NotWithinBudget", "Unit", "book_from_results", "fixture_of", "needed_of",
+           "parse_budget", "plan_within", "plan_order", "PRIOR_P_DECIDE", "MEASURE_P_DECIDE"]
 
 PRIOR_P_DECIDE = 0.5  # a claim never run here: as likely decided as not
 MEASURE_P_DECIDE = 0.0  # a test bound to no claim (a measurement) decides none: it runs on what the claims leave
@@ -36,6 +36,12 @@ MEASURE_P_DECIDE = 0.0  # a test bound to no claim (a measurement) decides none:
 # spent, every later step is refused: a run ends at most one step past its budget.
 SAFETY = 1.15
 _UNITS = {"s": 1.0, "m": 60.0, "h": 3600.0}
+
+
+def fixture_of(key: str) -> str:
+    """The fixture a set-up's key names: `rag_dense_store` of `rag_dense_store[rag_dataset_name=cranfield]` (one
+    instance of a fixture that depends on a parametrised one)."""
+    return key.split("[", 1)[0]
 
 
 class NotWithinBudget(RuntimeError):
@@ -278,14 +284,18 @@ class Allocator:
 
 @dataclass
 class CostBook:
-    """Seconds per fixture setup and per test phase, as last measured: what a test will cost before it runs."""
+    """Seconds per fixture setup and per test phase, as last measured: what a test will cost before it runs.
 
-    fixtures: dict[str, float] = field(default_factory=dict)  # wider-scoped fixture name -> seconds of one setup
+    A fixture's figures are kept per instance (`rag_dense_store[rag_dataset_name=cranfield]`: a dataset's index
+    per dataset) and, under the fixture's own name, averaged over its instances: an instance no run has measured
+    (a dataset new to this project) is read at that average."""
+
+    fixtures: dict[str, float] = field(default_factory=dict)  # wider-scoped fixture (or instance) -> seconds of one setup
     tests: dict[str, float] = field(default_factory=dict)  # nodeid -> its own setup, call and teardown seconds
     decided: dict[str, bool] = field(default_factory=dict)  # nodeid -> whether it ended decided last time
     source: str = ""
-    # wider-scoped fixture name -> model calls (cache hits included) of one set-up: 0 for an index, which the
-    # model's pace does not slow; a fixture missing here is read as calling the model
+    # wider-scoped fixture (or instance) -> model calls (cache hits included) of one set-up: 0 for an index, which
+    # the model's pace does not slow; a fixture missing here is read as calling the model
     fixture_calls: dict[str, int] = field(default_factory=dict)
     # nodeid -> the queries the claim needs, as the last run that measured it says: {"queries": n or "never",
     # "why": ...}; what a claim the budget never started reads in its row
@@ -293,14 +303,34 @@ class CostBook:
     # this model's pace over the packaged book's, as a pace probe measured it (harness.plugin.budget): the packaged
     # figures are read at this pace; None where no probe has measured it
     pace_vs_prior: float | None = None
+    # fixture (or instance) or nodeid -> the calls its figure had answered from the response cache or replayed: a
+    # figure with some is not what the work costs, so it never replaces one measured without (`merged`)
+    cached: dict[str, int] = field(default_factory=dict)
+
+    def fixture_s(self, key: str) -> float:
+        """Seconds of one set-up of a fixture's instance: its own figure, else its fixture's average, else 0."""
+        return self.fixtures.get(key, self.fixtures.get(fixture_of(key), 0.0))
+
+    def calls_of(self, key: str) -> int:
+        """Model calls (cache hits included) of one set-up of a fixture's instance, as `fixture_s` reads it."""
+        return self.fixture_calls.get(key, self.fixture_calls.get(fixture_of(key), 0))
+
+    def knows(self, key: str) -> bool:
+        """Whether the book has timed a fixture's instance, or its fixture."""
+        return key in self.fixtures or fixture_of(key) in self.fixtures
+
+    def uncached(self, key: str) -> bool:
+        """Whether a set-up's figure (an instance's own, else its fixture's) was measured with every call made."""
+        return self.cached.get(key if key in self.fixtures else fixture_of(key), 0) == 0
 
     def calls_the_model(self, fixture: str) -> bool:
-        """Whether a fixture's set-up waits on the model (its seconds then scale with the run's pace)."""
-        return self.fixture_calls.get(fixture, 1) > 0
+        """Whether a fixture's set-up (or an instance's) waits on the model (its seconds then scale with the run's
+        pace)."""
+        return self.fixture_calls.get(fixture, self.fixture_calls.get(fixture_of(fixture), 1)) > 0
 
     def cost_of(self, nodeid: str, pending_fixtures: Iterable[str], default_s: float) -> float:
         """Estimated seconds of a test whose wider fixtures `pending_fixtures` are not yet set up."""
-        return self.tests.get(nodeid, default_s) + sum(self.fixtures.get(f, 0.0) for f in pending_fixtures)
+        return self.tests.get(nodeid, default_s) + sum(self.fixture_s(f) for f in pending_fixtures)
 
     def p_decide(self, nodeid: str) -> float:
         """Last run's outcome as the chance of a decision: decided 0.9, undecided 0.1; a test timed but bound to
@@ -310,22 +340,34 @@ class CostBook:
         return 0.9 if self.decided[nodeid] else 0.1
 
     def merged(self, newer: "CostBook") -> "CostBook":
-        return CostBook({**self.fixtures, **newer.fixtures}, {**self.tests, **newer.tests},
+        """`newer`'s figures over these, except a figure `newer` measured with calls from the cache or replayed
+        where this book has one measured without: a run after one that was served from the cache still reads what
+        the work costs."""
+        measured = newer.fixtures.keys() | newer.tests.keys()
+        kept = {k for k in measured if (k in self.fixtures or k in self.tests)
+                and not self.cached.get(k) and newer.cached.get(k)}
+        taken = measured - kept
+        return CostBook({**self.fixtures, **{k: v for k, v in newer.fixtures.items() if k not in kept}},
+                        {**self.tests, **{k: v for k, v in newer.tests.items() if k not in kept}},
                         {**self.decided, **newer.decided}, newer.source or self.source,
-                        {**self.fixture_calls, **newer.fixture_calls}, {**self.needed, **newer.needed},
-                        newer.pace_vs_prior if newer.pace_vs_prior is not None else self.pace_vs_prior)
+                        {**self.fixture_calls, **{k: v for k, v in newer.fixture_calls.items() if k not in kept}},
+                        {**self.needed, **newer.needed},
+                        newer.pace_vs_prior if newer.pace_vs_prior is not None else self.pace_vs_prior,
+                        {**{k: v for k, v in self.cached.items() if k not in taken},
+                         **{k: v for k, v in newer.cached.items() if k not in kept}})
 
     def scaled(self, ratio: float) -> "CostBook":
         """The book at `ratio` times its pace: every test's seconds, and those of the set-ups that call the model
         (an index keeps its own)."""
         return CostBook({k: v * ratio if self.calls_the_model(k) else v for k, v in self.fixtures.items()},
                         {k: v * ratio for k, v in self.tests.items()}, dict(self.decided), self.source,
-                        dict(self.fixture_calls), dict(self.needed), self.pace_vs_prior)
+                        dict(self.fixture_calls), dict(self.needed), self.pace_vs_prior, dict(self.cached))
 
     def to_json(self) -> dict[str, Any]:
         return {"source": self.source, "fixtures": self.fixtures, "tests": self.tests, "decided": self.decided,
                 "fixture_calls": self.fixture_calls, "needed": self.needed,
-                **({"pace_vs_prior": self.pace_vs_prior} if self.pace_vs_prior is not None else {})}
+                **({"pace_vs_prior": self.pace_vs_prior} if self.pace_vs_prior is not None else {}),
+                **({"cached": self.cached} if self.cached else {})}
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> "CostBook":
@@ -334,11 +376,13 @@ class CostBook:
                    {str(k): bool(v) for k, v in (data.get("decided") or {}).items()}, str(data.get("source", "")),
                    {str(k): int(v) for k, v in (data.get("fixture_calls") or {}).items()},
                    {str(k): _needed_entry(v) for k, v in (data.get("needed") or {}).items()},
-                   _positive(data["pace_vs_prior"]) if data.get("pace_vs_prior") is not None else None)
+                   _positive(data["pace_vs_prior"]) if data.get("pace_vs_prior") is not None else None,
+                   {str(k): int(v) for k, v in (data.get("cached") or {}).items() if int(v)})
 
     @classmethod
     def load(cls, *paths: Path) -> "CostBook":
-        """The books at `paths` merged in order (a later one's figures win); a missing file adds nothing."""
+        """The books at `paths` merged in order (a later one's figures win, as `merged` says); a missing file adds
+        nothing."""
         book = cls()
         for p in paths:
             if p.is_file():
@@ -393,12 +437,16 @@ def needed_of(entry: Mapping[str, Any]) -> dict[str, Any] | None:
 
 
 def book_from_results(results: Mapping[str, Any], source: str = "") -> CostBook:
-    """The costs a run measured, from its report (`results.json`): each wider-scoped fixture's seconds per setup,
-    each test's own setup, call and teardown seconds (exclusive of the fixtures timed inside), whether its
-    claim ended decided, and what its row says of the queries the claim needs (`needed_of`)."""
+    """The costs a run measured, from its report (`results.json`): each wider-scoped fixture's seconds per setup
+    (per instance, and per fixture averaged over its instances), each test's own setup, call and teardown seconds
+    (exclusive of the fixtures timed inside), the calls each figure had from the cache, whether its claim ended
+    decided on the test's own dataset, and what that dataset's entry says of the queries the claim needs
+    (`needed_of`)."""
     fixtures: dict[str, float] = {}
     calls: dict[str, int] = {}
     tests: dict[str, float] = {}
+    cached: dict[str, int] = {}
+    per_fixture: dict[str, list[float]] = {}  # fixture -> seconds, set-ups, calls, cache hits over its instances
     phases = (results.get("timing") or {}).get("phases") or []
     # a test whose call never ran (skipped, or refused by the budget: bound to a claim or not) measured nothing of
     # its cost; one bound to a claim and skipped inside its call neither
@@ -407,26 +455,35 @@ def book_from_results(results: Mapping[str, Any], source: str = "") -> CostBook:
     unrun |= {str(p.get("name", "")).split(" ", 1)[-1] for p in phases if p.get("kind") in ("setup", "teardown")} - ran
     for p in phases:
         kind, name, wall = p.get("kind"), str(p.get("name", "")), float(p.get("wall_s") or 0.0)
+        hits = int(p.get("cache_hits") or 0)
         if kind == "fixture" and p.get("scope") not in (None, "function"):
-            count = max(int(p.get("count") or 1), 1)
-            fixtures[name.removeprefix("fixture ")] = wall / count
-            calls[name.removeprefix("fixture ")] = -(-(int(p.get("llm_calls") or 0) + int(p.get("cache_hits") or 0)) // count)
+            key, count = name.removeprefix("fixture "), max(int(p.get("count") or 1), 1)
+            made = int(p.get("llm_calls") or 0) + hits
+            fixtures[key], calls[key], cached[key] = wall / count, -(-made // count), hits
+            if key != fixture_of(key):
+                acc = per_fixture.setdefault(fixture_of(key), [0.0, 0.0, 0.0, 0.0])
+                for i, v in enumerate((wall, count, made, hits)):
+                    acc[i] += v
         elif kind in ("setup", "call", "teardown"):
             nodeid = name.removeprefix(f"{kind} ")
             if nodeid not in unrun:
                 tests[nodeid] = tests.get(nodeid, 0.0) + wall
-    verdicts = {s["id"]: s.get("verdict") for s in results.get("specs") or [] if "id" in s}
-    decided = {t["nodeid"]: verdicts.get(t.get("spec_id")) in DECIDED_VERDICTS
-               for t in results.get("tests") or [] if t["nodeid"] not in unrun}
+                cached[nodeid] = cached.get(nodeid, 0) + hits
+    for key, (total_s, set_ups, all_calls, all_hits) in per_fixture.items():  # an instance no run measured: the average
+        if key not in fixtures:
+            fixtures[key], calls[key] = total_s / set_ups, -(-int(all_calls) // int(set_ups))
+            cached[key] = int(all_hits)
     rows = {s["id"]: s for s in results.get("specs") or [] if "id" in s}
-    needed = {}
+    decided, needed = {}, {}
     for t in results.get("tests") or []:
-        row = rows.get(t.get("spec_id"))
-        if t["nodeid"] in unrun or row is None:
+        if t["nodeid"] in unrun:
             continue
-        entries = row.get("datasets") or []
+        row = rows.get(t.get("spec_id"))
+        entries = (row or {}).get("datasets") or []
         mine = [e for e in entries if t.get("dataset") and e.get("dataset") == t["dataset"]]
-        figure = needed_of(mine[0] if mine else entries[0] if len(entries) == 1 else row)
+        entry = mine[0] if mine else entries[0] if len(entries) == 1 else row
+        decided[t["nodeid"]] = (entry or {}).get("verdict") in DECIDED_VERDICTS
+        figure = needed_of(entry) if entry is not None else None
         if figure is not None:
             needed[t["nodeid"]] = figure
-    return CostBook(fixtures, tests, decided, source, calls, needed)
+    return CostBook(fixtures, tests, decided, source, calls, needed, None, {k: v for k, v in cached.items() if v})

@@ -176,6 +176,42 @@ def test_cost_book_cost_prior_and_merge(tmp_path):
         CostBook.load(path)
 
 
+def test_a_book_reads_each_instance_and_else_its_fixture_s_average():
+    """A dataset's index is costed by its own figure; a dataset no run has indexed at the fixture's average; a
+    fixture the book never saw at nothing (and as calling the model, until measured)."""
+    book = CostBook({"store[ds=small]": 10.0, "store[ds=large]": 190.0, "store": 100.0, "study": 40.0},
+                    fixture_calls={"store[ds=small]": 0, "store[ds=large]": 0, "store": 0, "study": 40})
+    assert [book.fixture_s(k) for k in ("store[ds=small]", "store[ds=large]", "store[ds=new]", "other[ds=x]")] \
+        == [10.0, 190.0, 100.0, 0.0]
+    assert [book.calls_of(k) for k in ("store[ds=small]", "study", "study[judge=a]", "other")] == [0, 40, 40, 0]
+    assert [book.knows(k) for k in ("store[ds=new]", "study", "other", "other[ds=x]")] == [True, True, False, False]
+    assert [book.calls_the_model(k) for k in ("store[ds=new]", "study[judge=a]", "other")] == [False, True, True]
+    assert book.cost_of("t::a", ["store[ds=small]", "study"], 5.0) == 55.0
+    # at a slower pace, what calls the model is dearer; each index keeps its seconds
+    assert book.scaled(2.0).fixture_s("store[ds=large]") == 190.0 and book.scaled(2.0).fixture_s("study") == 80.0
+
+
+def test_a_figure_measured_from_the_cache_never_replaces_one_measured_without(tmp_path):
+    """A run after one that was answered from the cache or replayed keeps what the work costs: a set-up or a test
+    whose figure had calls from the cache does not replace one measured with every call made; it does where the
+    book has none, or only one from the cache too."""
+    fresh = CostBook({"study": 120.0, "store": 30.0}, {"t::a": 50.0, "t::b": 8.0}, fixture_calls={"study": 40})
+    replayed = CostBook({"study": 0.5, "store": 31.0, "judged": 2.0}, {"t::a": 0.2, "t::b": 9.0, "t::c": 0.1},
+                        fixture_calls={"study": 40, "judged": 10},
+                        cached={"study": 40, "judged": 10, "t::a": 30, "t::c": 3})
+    m = fresh.merged(replayed)
+    assert m.fixtures == {"study": 120.0, "store": 31.0, "judged": 2.0}
+    assert m.tests == {"t::a": 50.0, "t::b": 9.0, "t::c": 0.1}
+    assert m.cached == {"judged": 10, "t::c": 3}  # the figures kept say they were measured with every call made
+    assert (m.uncached("study"), m.uncached("judged"), m.uncached("judged[x=1]")) == (True, False, False)
+    # a fresh figure replaces a cached one, and says so
+    again = m.merged(CostBook({"judged": 20.0}, {"t::c": 4.0}))
+    assert (again.fixtures["judged"], again.tests["t::c"], again.cached) == (20.0, 4.0, {})
+    path = tmp_path / "costs.json"
+    path.write_text(json.dumps(m.to_json()))
+    assert CostBook.load(path) == m
+
+
 def test_plan_order_runs_the_plan_first_and_keeps_linked_items_together():
     # items: 0 unbudgeted (unit test), 1-2 module A (planned 3rd, unplanned), 3 module B (planned 1st),
     # 4 module C sharing a dataset instance with 1 (unplanned), 5 module D (planned 2nd), 6 module E (unplanned)
@@ -196,32 +232,45 @@ def test_book_from_results_by_hand():
          "cache_hits": 30},
         {"kind": "fixture", "scope": "session", "name": "fixture judged", "wall_s": 2.0, "count": 2, "cache_hits": 1},
         {"kind": "fixture", "scope": "function", "name": "fixture tmp_path", "wall_s": 5.0, "count": 9},
+        # a dataset's index per dataset: each instance apart, and their average under the fixture's name
+        {"kind": "fixture", "scope": "session", "name": "fixture index[ds=x]", "wall_s": 12.0, "count": 1},
+        {"kind": "fixture", "scope": "session", "name": "fixture index[ds=y]", "wall_s": 180.0, "count": 2,
+         "llm_calls": 1},
         {"kind": "setup", "name": "setup t.py::a", "wall_s": 0.5},
-        {"kind": "call", "name": "call t.py::a", "wall_s": 4.0},
+        {"kind": "call", "name": "call t.py::a", "wall_s": 4.0, "cache_hits": 2},
         {"kind": "teardown", "name": "teardown t.py::a", "wall_s": 0.25},
         {"kind": "call", "name": "call t.py::b", "wall_s": 1.0},
+        {"kind": "call", "name": "call t.py::a2", "wall_s": 2.0},
         {"kind": "setup", "name": "setup t.py::c", "wall_s": 0.001},
         {"kind": "setup", "name": "setup t.py::nospec", "wall_s": 0.002},
         {"kind": "teardown", "name": "teardown t.py::nospec", "wall_s": 0.001}]},
-        "specs": [{"id": "A", "verdict": "refuted", "datasets": [{"dataset": "x", "verdict": "refuted", "n": 10,
-                                                                   "queries_used": 20}]},
+        "specs": [{"id": "A", "verdict": "refuted", "datasets": [
+                      {"dataset": "x", "verdict": "refuted", "n": 10, "queries_used": 20},
+                      {"dataset": "w", "verdict": "inconclusive", "n": 30, "queries_needed": 90}]},
                   {"id": "B", "verdict": "inconclusive", "queries_needed": 61.2, "n": 30, "datasets": [
                       {"dataset": "y", "verdict": "inconclusive", "queries_needed": 61.2, "n": 30},
                       {"dataset": "z", "verdict": "inconclusive", "queries_needed": "never", "n": 30}]}],
-        "tests": [{"nodeid": "t.py::a", "spec_id": "A", "outcome": "failed", "dataset": ""},
+        "tests": [{"nodeid": "t.py::a", "spec_id": "A", "outcome": "failed", "dataset": "x"},
+                  {"nodeid": "t.py::a2", "spec_id": "A", "outcome": "passed", "dataset": "w"},
                   {"nodeid": "t.py::b", "spec_id": "B", "outcome": "passed", "dataset": "z"},
                   {"nodeid": "t.py::c", "spec_id": "B", "outcome": "budget", "dataset": "y"}]}
     book = book_from_results(results, "here")
-    assert book.fixtures == {"store": 15.0, "study": 7.0, "judged": 1.0}
+    assert book.fixtures == {"store": 15.0, "study": 7.0, "judged": 1.0, "index[ds=x]": 12.0,
+                             "index[ds=y]": 90.0, "index": 64.0}
     # model calls (cache hits included) per set-up, rounded up: an index calls none, so the pace leaves it alone
-    assert book.fixture_calls == {"store": 0, "study": 120, "judged": 1}
+    assert book.fixture_calls == {"store": 0, "study": 120, "judged": 1, "index[ds=x]": 0, "index[ds=y]": 1,
+                                  "index": 1}
     assert [book.calls_the_model(f) for f in ("store", "study", "judged", "never-seen")] == [False, True, True, True]
-    assert book.tests == {"t.py::a": 4.75, "t.py::b": 1.0}
-    assert book.decided == {"t.py::a": True, "t.py::b": False}
+    assert book.tests == {"t.py::a": 4.75, "t.py::a2": 2.0, "t.py::b": 1.0}
+    # the calls each figure had from the cache: such a figure never replaces one measured without (`merged`)
+    assert book.cached == {"study": 30, "judged": 1, "t.py::a": 2}
+    # decided on the test's own dataset: a claim refuted on x is not decided on w
+    assert book.decided == {"t.py::a": True, "t.py::a2": False, "t.py::b": False}
     # what each test's own dataset entry says of the queries its claim needs (a test the run cut measured nothing)
     assert book.needed == {"t.py::a": {"queries": 20, "why": "decided (refuted) on 20 queries"},
+                           "t.py::a2": {"queries": 90, "why": "80% power, estimated from 30 queries"},
                            "t.py::b": {"queries": "never", "why": "estimate = threshold"}}
-    assert CostBook.from_json(json.loads(json.dumps(book.to_json()))).needed == book.needed
+    assert CostBook.from_json(json.loads(json.dumps(book.to_json()))) == book
 
 
 @pytest.mark.parametrize("entry, figure", [
@@ -575,3 +624,30 @@ def test_a_set_up_that_waits_on_the_model_sets_the_pace():
         hooks = _paced_hooks(book)
         set_up(hooks, fixtures, calls, 80.0, **kw)
         assert hooks.scale == 1.0, (fixtures, calls, kw)
+    # a set-up the book has as (nearly) free says nothing: 80 s against its 0.5 s would have tripled the pace
+    hooks = _paced_hooks(CostBook({"tiny": 0.5, "study": 40.0}, fixture_calls={"tiny": 1, "study": 40}))
+    set_up(hooks, {"tiny"}, 1, 80.0)
+    set_up(hooks, {"study"}, 40, 40.0)
+    assert hooks.scale == 1.0
+    # a set-up that made no model call says nothing, even where the book counted none (a fixture it has no calls
+    # for is read as calling the model)
+    hooks = _paced_hooks(CostBook({"study": 40.0}))
+    set_up(hooks, {"study"}, 0, 80.0)
+    assert hooks.scale == 1.0
+    # a wider fixture beside the study that the book never timed: its seconds would all read as the model's
+    hooks = _paced_hooks(book)
+    set_up(hooks, {"study", "wider"}, 40, 80.0)
+    assert hooks.scale == 1.0
+    # a book whose study was answered from the cache (a run after another): a fresh set-up would read slow
+    hooks = _paced_hooks(CostBook({"study": 40.0}, fixture_calls={"study": 40}, cached={"study": 40}))
+    set_up(hooks, {"study"}, 40, 80.0)
+    assert hooks.scale == 1.0
+    # a dataset's own index is taken at its own figure, not at the fixture's average
+    hooks = _paced_hooks(CostBook({"study": 40.0, "index[ds=small]": 5.0, "index": 100.0},
+                                  fixture_calls={"study": 40, "index": 0, "index[ds=small]": 0}))
+    hooks.keys = {"index[ds=small]", "index[ds=new]"}  # the instances this run's tests need
+    set_up(hooks, {"study", "index[ds=small]"}, 40, 85.0)
+    assert hooks.scale == 2.0
+    # and so the allocator costs each index: its own figure, a dataset never indexed at the average
+    assert {k: hooks.allocator.fixture_s[k] for k in ("study", "index[ds=small]", "index[ds=new]")} \
+        == {"study": 80.0, "index[ds=small]": 5.0, "index[ds=new]": 100.0}

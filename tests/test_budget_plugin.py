@@ -204,14 +204,15 @@ def test_a_run_without_benchmark_tests_keeps_no_costs(project: pytest.Pytester, 
 def test_a_dataset_s_index_is_one_set_up_per_dataset(pytester: pytest.Pytester):
     """A session fixture that depends (at any depth) on a parametrised one is costed once per instance: the
     second dataset's index is a set-up of its own, not one the first dataset's test already paid for."""
-    from harness.plugin.budget import _links, _wider_fixtures
+    from harness.plugin.budget import _links
+    from harness.plugin.instances import instance_of, wider_fixtures
     from tests.pytester_kit import ADDOPTS
 
     pytester.makeini(f"[pytest]\naddopts = {ADDOPTS}\n")
     pytester.makeconftest("""
 import pytest
 
-@pytest.fixture(scope="session", params=["small", "large"])
+@pytest.fixture(scope="session", params=["small", "large", object()])
 def dataset_name(request):
     return request.param
 
@@ -228,14 +229,57 @@ def embedder():
     return "model"
 """)
     items = pytester.getitems("def test_search(index, embedder):\n    pass\n")
-    keys = [sorted(k for k, _ in _wider_fixtures(item) if k.split("[")[0] in ("index", "embedder", "dataset"))
+    keys = [sorted(k for k, _ in wider_fixtures(item) if k.split("[")[0] in ("index", "embedder", "dataset"))
             for item in items]
-    assert keys == [["dataset[dataset_name=0]", "embedder", "index[dataset_name=0]"],
-                    ["dataset[dataset_name=1]", "embedder", "index[dataset_name=1]"]]
+    # named by the parameter where it is a plain name (it holds from run to run), else by its index
+    assert keys == [["dataset[dataset_name=small]", "embedder", "index[dataset_name=small]"],
+                    ["dataset[dataset_name=large]", "embedder", "index[dataset_name=large]"],
+                    ["dataset[dataset_name=2]", "embedder", "index[dataset_name=2]"]]
+    assert [instance_of(items[1], n) for n in ("index", "embedder")] == ["index[dataset_name=large]", "embedder"]
     # reordered, a test stays beside its module and the instances it shares, not beside every user of the embedder
-    links = _links(_wider_fixtures(items[1]), items[1].nodeid)
-    assert {"test_a_dataset_s_index_is_one_set_up_per_dataset.py", "index[dataset_name=1]"} <= links
-    assert "embedder" not in links and not any("=0" in k for k in links)
+    links = _links(wider_fixtures(items[1]), items[1].nodeid)
+    assert {"test_a_dataset_s_index_is_one_set_up_per_dataset.py", "index[dataset_name=large]"} <= links
+    assert "embedder" not in links and not any("small" in k for k in links)
+
+
+INDEX_TESTS = """
+import time
+import pytest
+
+pytestmark = pytest.mark.benchmark
+
+
+@pytest.fixture(scope="session", params=["small", "large"])
+def dataset_name(request):
+    return request.param
+
+
+@pytest.fixture(scope="session")
+def index(dataset_name):
+    time.sleep({"small": 0.2, "large": 1.2}[dataset_name])  # a large corpus takes longer to index
+    return dataset_name
+
+
+@pytest.mark.spec("CHEAP")
+def test_search(index, rag_check):
+    rag_check("CHEAP", 1.0)
+"""
+
+
+def test_the_book_keeps_each_dataset_s_index_apart(project: pytest.Pytester):
+    """The report names each set-up of a fixture that depends on a parametrised one by its instance, and the cost
+    book keeps its seconds per instance (and their average under the fixture's name, for a dataset no run has
+    indexed): the small dataset's index is no longer costed as the large one's."""
+    project.makepyfile(test_index=INDEX_TESTS)
+    project.runpytest_subprocess("--report-dir", "out", "--spec-coverage=off", "--budget", "10m") \
+        .assert_outcomes(passed=2)
+    phases = {p["name"]: p for p in json.loads((project.path / "out" / "results.json").read_text())["timing"]["phases"]}
+    assert {"fixture index[dataset_name=small]", "fixture index[dataset_name=large]"} <= set(phases)
+    kept = json.loads((project.path / ".cache" / "rag-harness" / "budget" /
+                       "costs-local-smollm2-135m-instruct.json").read_text())["fixtures"]
+    small, large = kept["index[dataset_name=small]"], kept["index[dataset_name=large]"]
+    assert 0.2 <= small < 0.6 and 1.2 <= large < 1.8
+    assert kept["index"] == pytest.approx((small + large) / 2)
 
 
 STUDY_CATALOGUE = "specs:" + "".join(estimate_spec(i, f"A claim read from the study ({i})")

@@ -15,7 +15,8 @@ from typing import Any, Generator
 import pytest
 
 from harness.llm.meter import METER
-from harness.budget import Allocator, CostBook, Unit, book_from_results, parse_budget, plan_order
+from harness.budget import Allocator, CostBook, Unit, book_from_results, fixture_of, parse_budget, plan_order
+from harness.plugin.instances import wider_fixtures
 from harness.plugin.preflight import JUDGES, LLM, LOCAL_SERVER
 from harness.plugin.state import (CONTROL_KEY, PROP_RECORD, RESULTS_KEY, bound_spec, estimating, harness_config_of,
                                   spend_of)
@@ -99,41 +100,11 @@ def _budgeted(item: pytest.Item) -> bool:
     return item.get_closest_marker("benchmark") is not None and item.stash.get(CONTROL_KEY, None) is None
 
 
-def _wider_fixtures(item: pytest.Item) -> list[tuple[str, Any]]:
-    """The item's session-, package-, module- and class-scoped fixtures, with their definitions, each named by
-    the instance it needs: `rag_dense_store[rag_dataset_name=1]` where it depends, at any depth, on a parametrised
-    fixture (a dataset's index is one set-up per dataset, not one for all)."""
-    info = getattr(item, "_fixtureinfo", None)
-    if info is None:
-        return []
-    indices = getattr(getattr(item, "callspec", None), "indices", {})
-    out = []
-    for name in info.names_closure:
-        defs = info.name2fixturedefs.get(name)
-        if defs and defs[-1].scope != "function":
-            params, seen, stack = set(), set(), [name]
-            while stack and indices:  # the parametrised fixtures this one depends on, itself included
-                dep = stack.pop()
-                if dep not in seen:
-                    seen.add(dep)
-                    if dep in indices:
-                        params.add(f"{dep}={indices[dep]}")
-                    dep_defs = info.name2fixturedefs.get(dep)
-                    stack.extend(dep_defs[-1].argnames if dep_defs else ())
-            out.append((f"{name}[{','.join(sorted(params))}]" if params else name, defs[-1]))
-    return out
-
-
-def _base(key: str) -> str:
-    """The fixture a `_wider_fixtures` key names (its costs are kept per fixture, an average per set-up)."""
-    return key.split("[", 1)[0]
-
-
 def _links(fixtures: list[tuple[str, Any]], nodeid: str) -> set[str]:
     """What an item must stay beside when the run is reordered: its module, and each instance of a wider-scoped
     fixture that depends on a parametrised one (moved apart, either would be set up twice); `fixtures` is the
-    item's `_wider_fixtures`."""
-    return {nodeid.split("::", 1)[0]} | {key for key, _ in fixtures if key != _base(key)}
+    item's `wider_fixtures`."""
+    return {nodeid.split("::", 1)[0]} | {key for key, _ in fixtures if key != fixture_of(key)}
 
 
 class BudgetHooks:
@@ -147,7 +118,7 @@ class BudgetHooks:
         self.own, self.prior = CostBook.load(self.path), prior_book()
         self._read_prior_at(self.own.pace_vs_prior or 1.0)
         self.allocator = Allocator(limit_s, fixture_s=dict(self.book.fixtures))
-        self.fixtures: dict[str, list[tuple[str, Any]]] = {}  # nodeid -> its `_wider_fixtures`, read at collection
+        self.fixtures: dict[str, list[tuple[str, Any]]] = {}  # nodeid -> its `wider_fixtures`, read at collection
         self.comparative: set[str] = set()  # the tests bound to a comparative claim: worth `comparative_weight`
         self.keys: set[str] = set()  # the wider fixtures' instances the benchmark tests need
         self.done: set[str] = set()  # those the tests admitted so far set up
@@ -159,8 +130,9 @@ class BudgetHooks:
         self._pace = [0.0, 0.0]  # estimated, actual seconds of the tests finished
         self._meter: dict[str, dict[str, int]] = {}  # nodeid -> the LLM meter when it was admitted
         # nodeid -> the book's seconds and calls of the set-ups it needs that call the model, and of those that do
-        # not, and the meter as its set-up starts (`_set_up_pace`)
-        self._set_ups: dict[str, tuple[float, int, float, dict[str, int]]] = {}
+        # not, the meter as its set-up starts, and whether the book timed each of them, with every call made
+        # (`_set_up_pace`)
+        self._set_ups: dict[str, tuple[float, int, float, dict[str, int], bool]] = {}
         self.probe: dict[str, Any] | None = None  # the pace probe, where this run made one
         self.pace_vs_prior: float | None = None  # the packaged figures' scale it set, kept in this model's book
         self._probe_spend: list[dict[str, Any]] = []  # its calls, until the first test carries them into the report
@@ -173,7 +145,7 @@ class BudgetHooks:
         self.items = [item for item in items if _budgeted(item)]
         if self.allocator.limit_s is None:
             return
-        self.fixtures = {i.nodeid: _wider_fixtures(i) for i in items}
+        self.fixtures = {i.nodeid: wider_fixtures(i) for i in items}
         self.comparative = {i.nodeid for i in self.items if (spec := bound_spec(i)) and spec.comparative}
         self.keys = {key for i in self.items for key, _ in self.fixtures[i.nodeid]}
         self.probe_pace()
@@ -243,9 +215,10 @@ class BudgetHooks:
         self.default_s = DEFAULT_TEST_S * ratio
 
     def _fixture_costs(self) -> dict[str, float]:
-        """Each wider fixture's seconds per set-up at this run's pace, by instance."""
-        costs = {k: v * (self.scale if self.book.calls_the_model(k) else 1.0) for k, v in self.book.fixtures.items()}
-        return {**costs, **{k: costs[_base(k)] for k in self.keys if _base(k) in costs}}
+        """Each wider fixture's seconds per set-up at this run's pace, by instance (an instance the book never
+        timed at its fixture's average)."""
+        return {k: self.book.fixture_s(k) * (self.scale if self.book.calls_the_model(k) else 1.0)
+                for k in {*self.book.fixtures, *self.keys}}
 
     def unit_of(self, item: pytest.Item, set_up: set[str]) -> Unit:
         """A test as the allocator sees it: its own seconds, its chance of a decision, the wider fixtures it still
@@ -277,7 +250,7 @@ class BudgetHooks:
         # an instance of a parametrised fixture is set up once a test that needs it was admitted; another fixture
         # also where an earlier test (budgeted or not) set it up
         set_up = self.done | {n for n, d in defs.items()
-                              if n == _base(n) and getattr(d, "cached_result", None) is not None}
+                              if n == fixture_of(n) and getattr(d, "cached_result", None) is not None}
         self.started.add(item.nodeid)
         self.replan(set_up)
         mine = self.unit_of(item, set_up)
@@ -286,11 +259,12 @@ class BudgetHooks:
             raise NotWithinBudget(why, self.book.needed.get(item.nodeid))
         self._running[item.nodeid] = self.book.tests.get(item.nodeid, self.default_s)
         self.done |= mine.fixtures
-        model = [_base(k) for k in mine.fixtures if self.book.calls_the_model(_base(k))]
-        self._set_ups[item.nodeid] = (sum(self.book.fixtures.get(k, 0.0) for k in model),
-                                      sum(self.book.fixture_calls.get(k, 0) for k in model),
-                                      sum(self.book.fixtures.get(_base(k), 0.0) for k in mine.fixtures
-                                          if _base(k) not in model), METER.snapshot())
+        model = [k for k in mine.fixtures if self.book.calls_the_model(k)]
+        self._set_ups[item.nodeid] = (sum(self.book.fixture_s(k) for k in model),
+                                      sum(self.book.calls_of(k) for k in model),
+                                      sum(self.book.fixture_s(k) for k in mine.fixtures if k not in model),
+                                      METER.snapshot(),
+                                      all(self.book.knows(k) and self.book.uncached(k) for k in mine.fixtures))
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_runtest_call(self, item: pytest.Item) -> None:
@@ -319,14 +293,15 @@ class BudgetHooks:
 
     def _set_up_pace(self, report: pytest.TestReport) -> None:
         """A set-up's seconds against the book's, where it sets up what calls the model and little else (an index
-        of at most `SET_UP_OTHER_SHARE` of its seconds, taken at the book's figure), it passed, and it made at least
-        the model calls the book's set-ups made with none from the cache: a set-up partly replayed, or one that
-        is mostly an index, says nothing of the model's pace."""
-        model_s, calls, other_s, before = self._set_ups.pop(report.nodeid)
+        of at most `SET_UP_OTHER_SHARE` of its seconds, taken at the book's figure), it passed, it made at least
+        the model calls the book's set-ups made with none from the cache, and the book timed each of its set-ups
+        with every call made: a set-up partly replayed, one that is mostly an index, one the book never timed (its
+        seconds would all read as the model's) or timed from the cache says nothing of the model's pace."""
+        model_s, calls, other_s, before, timed = self._set_ups.pop(report.nodeid)
         now = METER.snapshot()
         made, hits = now["llm_calls"] - before["llm_calls"], now["cache_hits"] - before["cache_hits"]
-        if (report.passed and model_s >= PACE_MIN_S and other_s <= SET_UP_OTHER_SHARE * model_s and made > 0
-                and made >= calls and hits == 0):
+        if (report.passed and timed and model_s >= PACE_MIN_S and other_s <= SET_UP_OTHER_SHARE * model_s
+                and made > 0 and made >= calls and hits == 0):
             self._paced(model_s, max(float(report.duration) - other_s, 0.0))
 
     def _paced(self, estimate: float, actual: float) -> None:
@@ -346,7 +321,7 @@ class BudgetHooks:
         """A shared set-up's further step (the rest of a study): None where granted, else why not. It is worth the
         decisions its claims are expected to make (each weighed as `unit_of` does), since it serves them all."""
         users = [i.nodeid for i in self.items
-                 if any(_base(n) == fixture for n, _ in self.fixtures.get(i.nodeid, ()))
+                 if any(fixture_of(n) == fixture for n, _ in self.fixtures.get(i.nodeid, ()))
                  and i.nodeid not in self.allocator.refused]
         worth = sum(self.weight_of(u) * self.book.p_decide(u) for u in users) or 1.0
         return self.allocator.request(key, step_s, to_end_s=step_s, p_decide=1.0, weight=worth)
@@ -391,7 +366,8 @@ class BudgetHooks:
                                 {k: v for k, v in measured.decided.items() if k in ids}, measured.source,
                                 measured.fixture_calls,
                                 {k: {**v, "why": f"{v['why']}, in this project's run of {day}"}
-                                 for k, v in measured.needed.items() if k in ids}, self.pace_vs_prior)
+                                 for k, v in measured.needed.items() if k in ids}, self.pace_vs_prior,
+                                {k: v for k, v in measured.cached.items() if k in ids or k in measured.fixtures})
             if measured.tests:
                 from harness.report.atomic import atomic_write
 

@@ -10,6 +10,7 @@ from typing import Any, Generator
 
 import pytest
 
+from harness.plugin.instances import instance_of
 from harness.plugin.state import CONTROL_KEY, PROP_RECORD
 from harness.llm.meter import COUNTS, METER
 from harness.report.collector import jsonable
@@ -81,9 +82,13 @@ class TimingHooks:
             return (yield)
         item, when = self._at
         sid = next(self._ids)
+        # a wider set-up that depends on a parametrised fixture is named by its instance (a dataset's index per
+        # dataset), so the cost book keeps each apart
+        instance = instance_of(item, fixturedef.argname) if fixturedef.scope != "function" else fixturedef.argname
         try:
             with self.recorder.span(span="fixture", name=fixturedef.argname, scope=fixturedef.scope, id=sid,
-                                    nodeid=item.nodeid, phase=when, **_control(item)):
+                                    nodeid=item.nodeid, phase=when, **_control(item),
+                                    **({"instance": instance} if instance != fixturedef.argname else {})):
                 return (yield)
         finally:
             if fixturedef.scope != "function":

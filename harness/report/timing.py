@@ -3,12 +3,13 @@
 Raw events are spans timed *exclusively* (a span leaves out the spans opened inside it), each a dict with
 `span` ("fixture", "setup", "call", "teardown" or "control"), `nodeid` (the test that ran it), `wall_s`, and the
 LLM counts of `harness.llm.meter` over it. A fixture span also has `name`, `scope`, `phase` (the test phase it
-was set up in) and `id`; a call span `uses` ({fixture name: the id of the setup it used} for the wider-scoped
+was set up in) and `id`, and `instance` where it is a wider set-up that depends on a parametrised fixture (a
+dataset's index: `rag_dense_store[rag_dataset_name=cranfield]`); a call span `uses` ({fixture name: the id of the setup it used} for the wider-scoped
 fixtures its test requests); a span run under a negative control, `control`; a control span (a control's fresh
 pytest process) may lack the counts, which are then unknown (None).
 
-Phases: `fixture NAME` (every setup of that fixture, summed: a session fixture is set up once, by whichever test
-first requests it), and per test `setup NODEID` (its setup outside any fixture), `call NODEID` (its call, less
+Phases: `fixture NAME` (every setup of that fixture, or of that instance, summed: a session fixture is set up
+once, by whichever test first requests it), and per test `setup NODEID` (its setup outside any fixture), `call NODEID` (its call, less
 fixtures it set up lazily) and `teardown NODEID`. Claims (spec id x dataset, from the run's checks): the call of
 the test(s) that checked it; `fixture_setup`, the fixture setups those tests paid themselves; `shared_setup`, the
 setups of wider-scoped fixtures they used that another test had paid; and queries used out of available where
@@ -64,11 +65,11 @@ class SpanRecorder:
 
 # ---------------------------------------------------------------- aggregation
 def phase_name(event: Mapping[str, Any]) -> str:
-    """`fixture hyde_arm`, `call tests/x.py::test_a`, `setup ... [under control NAME]`, `control NAME (fresh
-    pytest process)`."""
+    """`fixture hyde_arm`, `fixture rag_dense_store[rag_dataset_name=cranfield]` (a wider set-up's instance),
+    `call tests/x.py::test_a`, `setup ... [under control NAME]`, `control NAME (fresh pytest process)`."""
     span = event["span"]
     if span == "fixture":
-        return f"fixture {event['name']}"
+        return f"fixture {event.get('instance') or event['name']}"
     if span == "control":
         return f"control {event['name']} (fresh pytest process)"
     under = f" [under control {event['control']}]" if event.get("control") else ""
