@@ -35,6 +35,9 @@ MEASURE_P_DECIDE = 0.0  # a test bound to no claim (a measurement) decides none:
 # each step's true cost (CALIB-ALLOCATOR-NO-OVERRUN, docs/benchmarks/2026-11-26-allocator-calibration.md). Once
 # spent, every later step is refused: a run ends at most one step past its budget.
 SAFETY = 1.15
+# a cost figure with more than this share of its model calls answered from the response cache or replayed is not
+# what the work costs (`CostBook.cached`): a replayed study's is all of them, a fresh run's incidental hits a few
+CACHED_SHARE = 0.1
 _UNITS = {"s": 1.0, "m": 60.0, "h": 3600.0}
 
 
@@ -303,9 +306,10 @@ class CostBook:
     # this model's pace over the packaged book's, as a pace probe measured it (harness.plugin.budget): the packaged
     # figures are read at this pace; None where no probe has measured it
     pace_vs_prior: float | None = None
-    # fixture (or instance) or nodeid -> the calls its figure had answered from the response cache or replayed: a
-    # figure with some is not what the work costs, so it never replaces one measured without (`merged`)
-    cached: dict[str, int] = field(default_factory=dict)
+    # fixture (or instance) or nodeid -> the share of its figure's calls answered from the response cache or
+    # replayed: a figure mostly from the cache (over `CACHED_SHARE`) is not what the work costs, so it never replaces
+    # one measured with its calls made (`merged`); a fresh run's few incidental hits do not count
+    cached: dict[str, float] = field(default_factory=dict)
 
     def fixture_s(self, key: str) -> float:
         """Seconds of one set-up of a fixture's instance: its own figure, else its fixture's average, else 0."""
@@ -320,8 +324,10 @@ class CostBook:
         return key in self.fixtures or fixture_of(key) in self.fixtures
 
     def uncached(self, key: str) -> bool:
-        """Whether a set-up's figure (an instance's own, else its fixture's) was measured with every call made."""
-        return self.cached.get(key if key in self.fixtures else fixture_of(key), 0) == 0
+        """Whether a figure (a test's, a set-up instance's own, else its fixture's) was measured with its calls made:
+        at most `CACHED_SHARE` of them from the cache."""
+        return self.cached.get(key if key in self.fixtures or key in self.tests else fixture_of(key), 0.0) \
+            <= CACHED_SHARE
 
     def calls_the_model(self, fixture: str) -> bool:
         """Whether a fixture's set-up (or an instance's) waits on the model (its seconds then scale with the run's
@@ -340,12 +346,12 @@ class CostBook:
         return 0.9 if self.decided[nodeid] else 0.1
 
     def merged(self, newer: "CostBook") -> "CostBook":
-        """`newer`'s figures over these, except a figure `newer` measured with calls from the cache or replayed
-        where this book has one measured without: a run after one that was served from the cache still reads what
-        the work costs."""
+        """`newer`'s figures over these, except a figure `newer` measured mostly from the cache or replayed where
+        this book has one measured with its calls made: a run after one that was served from the cache still reads
+        what the work costs. Each fixture's average over its instances is taken again over them all."""
         measured = newer.fixtures.keys() | newer.tests.keys()
-        kept = {k for k in measured if (k in self.fixtures or k in self.tests)
-                and not self.cached.get(k) and newer.cached.get(k)}
+        kept = {k for k in measured if (k in self.fixtures or k in self.tests) and self.uncached(k)
+                and not newer.uncached(k)}
         taken = measured - kept
         return CostBook({**self.fixtures, **{k: v for k, v in newer.fixtures.items() if k not in kept}},
                         {**self.tests, **{k: v for k, v in newer.tests.items() if k not in kept}},
@@ -354,7 +360,25 @@ class CostBook:
                         {**self.needed, **newer.needed},
                         newer.pace_vs_prior if newer.pace_vs_prior is not None else self.pace_vs_prior,
                         {**{k: v for k, v in self.cached.items() if k not in taken},
-                         **{k: v for k, v in newer.cached.items() if k not in kept}})
+                         **{k: v for k, v in newer.cached.items() if k not in kept}}).averaged()
+
+    def averaged(self) -> "CostBook":
+        """The book with each parametrised fixture's figures under its own name the mean over its instances (each
+        instance once): what an instance no run has measured (a dataset new to this project) is read at."""
+        groups: dict[str, list[str]] = {}
+        for key in self.fixtures:
+            if key != fixture_of(key):
+                groups.setdefault(fixture_of(key), []).append(key)
+        fixtures, calls, cached = dict(self.fixtures), dict(self.fixture_calls), dict(self.cached)
+        for base, keys in groups.items():
+            fixtures[base] = sum(self.fixtures[k] for k in keys) / len(keys)
+            calls[base] = max(self.fixture_calls.get(k, 0) for k in keys)
+            share = sum(self.cached.get(k, 0.0) for k in keys) / len(keys)
+            cached.pop(base, None)
+            if share:
+                cached[base] = round(share, 3)
+        return CostBook(fixtures, dict(self.tests), dict(self.decided), self.source, calls, dict(self.needed),
+                        self.pace_vs_prior, cached)
 
     def scaled(self, ratio: float) -> "CostBook":
         """The book at `ratio` times its pace: every test's seconds, and those of the set-ups that call the model
@@ -377,7 +401,7 @@ class CostBook:
                    {str(k): int(v) for k, v in (data.get("fixture_calls") or {}).items()},
                    {str(k): _needed_entry(v) for k, v in (data.get("needed") or {}).items()},
                    _positive(data["pace_vs_prior"]) if data.get("pace_vs_prior") is not None else None,
-                   {str(k): int(v) for k, v in (data.get("cached") or {}).items() if int(v)})
+                   {str(k): float(v) for k, v in (data.get("cached") or {}).items() if float(v)})
 
     @classmethod
     def load(cls, *paths: Path) -> "CostBook":
@@ -439,14 +463,13 @@ def needed_of(entry: Mapping[str, Any]) -> dict[str, Any] | None:
 def book_from_results(results: Mapping[str, Any], source: str = "") -> CostBook:
     """The costs a run measured, from its report (`results.json`): each wider-scoped fixture's seconds per setup
     (per instance, and per fixture averaged over its instances), each test's own setup, call and teardown seconds
-    (exclusive of the fixtures timed inside), the calls each figure had from the cache, whether its claim ended
-    decided on the test's own dataset, and what that dataset's entry says of the queries the claim needs
-    (`needed_of`)."""
+    (exclusive of the fixtures timed inside), the share of each figure's calls answered from the cache, whether its
+    claim ended decided on the test's own dataset (or the test failed or broke), and what that dataset's entry says
+    of the queries the claim needs (`needed_of`)."""
     fixtures: dict[str, float] = {}
     calls: dict[str, int] = {}
     tests: dict[str, float] = {}
-    cached: dict[str, int] = {}
-    per_fixture: dict[str, list[float]] = {}  # fixture -> seconds, set-ups, calls, cache hits over its instances
+    counts: dict[str, list[int]] = {}  # figure -> its model calls and cache hits
     phases = (results.get("timing") or {}).get("phases") or []
     # a test whose call never ran (skipped, or refused by the budget: bound to a claim or not) measured nothing of
     # its cost; one bound to a claim and skipped inside its call neither
@@ -455,24 +478,20 @@ def book_from_results(results: Mapping[str, Any], source: str = "") -> CostBook:
     unrun |= {str(p.get("name", "")).split(" ", 1)[-1] for p in phases if p.get("kind") in ("setup", "teardown")} - ran
     for p in phases:
         kind, name, wall = p.get("kind"), str(p.get("name", "")), float(p.get("wall_s") or 0.0)
-        hits = int(p.get("cache_hits") or 0)
+        made, hits = int(p.get("llm_calls") or 0), int(p.get("cache_hits") or 0)
         if kind == "fixture" and p.get("scope") not in (None, "function"):
             key, count = name.removeprefix("fixture "), max(int(p.get("count") or 1), 1)
-            made = int(p.get("llm_calls") or 0) + hits
-            fixtures[key], calls[key], cached[key] = wall / count, -(-made // count), hits
-            if key != fixture_of(key):
-                acc = per_fixture.setdefault(fixture_of(key), [0.0, 0.0, 0.0, 0.0])
-                for i, v in enumerate((wall, count, made, hits)):
-                    acc[i] += v
+            fixtures[key], calls[key] = wall / count, -(-(made + hits) // count)
         elif kind in ("setup", "call", "teardown"):
-            nodeid = name.removeprefix(f"{kind} ")
-            if nodeid not in unrun:
-                tests[nodeid] = tests.get(nodeid, 0.0) + wall
-                cached[nodeid] = cached.get(nodeid, 0) + hits
-    for key, (total_s, set_ups, all_calls, all_hits) in per_fixture.items():  # an instance no run measured: the average
-        if key not in fixtures:
-            fixtures[key], calls[key] = total_s / set_ups, -(-int(all_calls) // int(set_ups))
-            cached[key] = int(all_hits)
+            key = name.removeprefix(f"{kind} ")
+            if key in unrun:
+                continue
+            tests[key] = tests.get(key, 0.0) + wall
+        else:
+            continue
+        tally = counts.setdefault(key, [0, 0])
+        tally[0], tally[1] = tally[0] + made, tally[1] + hits
+    cached = {k: round(hits / (made + hits), 3) for k, (made, hits) in counts.items() if hits}
     rows = {s["id"]: s for s in results.get("specs") or [] if "id" in s}
     decided, needed = {}, {}
     for t in results.get("tests") or []:
@@ -482,8 +501,12 @@ def book_from_results(results: Mapping[str, Any], source: str = "") -> CostBook:
         entries = (row or {}).get("datasets") or []
         mine = [e for e in entries if t.get("dataset") and e.get("dataset") == t["dataset"]]
         entry = mine[0] if mine else entries[0] if len(entries) == 1 else row
-        decided[t["nodeid"]] = (entry or {}).get("verdict") in DECIDED_VERDICTS
+        # a test that failed or broke decided its claim there or ended in error (shown early next time): its entry
+        # reads "not run" where it broke before its check; an inconclusive one fails only under --strict-verdicts
+        verdict = (entry or {}).get("verdict")
+        decided[t["nodeid"]] = verdict in DECIDED_VERDICTS or (t.get("outcome") in ("failed", "error")
+                                                                and verdict != "inconclusive")
         figure = needed_of(entry) if entry is not None else None
         if figure is not None:
             needed[t["nodeid"]] = figure
-    return CostBook(fixtures, tests, decided, source, calls, needed, None, {k: v for k, v in cached.items() if v})
+    return CostBook(fixtures, tests, decided, source, calls, needed, None, cached).averaged()

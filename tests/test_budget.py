@@ -193,23 +193,42 @@ def test_a_book_reads_each_instance_and_else_its_fixture_s_average():
 
 def test_a_figure_measured_from_the_cache_never_replaces_one_measured_without(tmp_path):
     """A run after one that was answered from the cache or replayed keeps what the work costs: a set-up or a test
-    whose figure had calls from the cache does not replace one measured with every call made; it does where the
-    book has none, or only one from the cache too."""
-    fresh = CostBook({"study": 120.0, "store": 30.0}, {"t::a": 50.0, "t::b": 8.0}, fixture_calls={"study": 40})
-    replayed = CostBook({"study": 0.5, "store": 31.0, "judged": 2.0}, {"t::a": 0.2, "t::b": 9.0, "t::c": 0.1},
-                        fixture_calls={"study": 40, "judged": 10},
-                        cached={"study": 40, "judged": 10, "t::a": 30, "t::c": 3})
+    whose figure had more than a tenth of its calls from the cache does not replace one measured with its calls
+    made; it does where the book has none, or only one from the cache too; a fresh run's few incidental hits do
+    not count."""
+    fresh = CostBook({"study": 120.0, "store": 30.0, "judged": 50.0}, {"t::a": 50.0, "t::b": 8.0, "t::d": 3.0},
+                     fixture_calls={"study": 40, "judged": 10})
+    replayed = CostBook({"study": 0.5, "store": 31.0, "judged": 55.0, "ret": 2.0},
+                        {"t::a": 0.2, "t::b": 9.0, "t::c": 0.1, "t::d": 2.0},
+                        fixture_calls={"study": 41, "judged": 11, "ret": 10},
+                        cached={"study": 1.0, "judged": 0.05, "ret": 1.0, "t::a": 0.5, "t::c": 1.0, "t::d": 0.1})
     m = fresh.merged(replayed)
-    assert m.fixtures == {"study": 120.0, "store": 31.0, "judged": 2.0}
-    assert m.tests == {"t::a": 50.0, "t::b": 9.0, "t::c": 0.1}
-    assert m.cached == {"judged": 10, "t::c": 3}  # the figures kept say they were measured with every call made
-    assert (m.uncached("study"), m.uncached("judged"), m.uncached("judged[x=1]")) == (True, False, False)
-    # a fresh figure replaces a cached one, and says so
-    again = m.merged(CostBook({"judged": 20.0}, {"t::c": 4.0}))
-    assert (again.fixtures["judged"], again.tests["t::c"], again.cached) == (20.0, 4.0, {})
+    assert m.fixtures == {"study": 120.0, "store": 31.0, "judged": 55.0, "ret": 2.0}
+    assert m.fixture_calls == {"study": 40, "judged": 11, "ret": 10}  # with the figure it goes with
+    assert m.tests == {"t::a": 50.0, "t::b": 9.0, "t::c": 0.1, "t::d": 2.0}
+    # the figures kept say how they were measured: the study's with its calls made, a new one's from the cache
+    assert m.cached == {"judged": 0.05, "ret": 1.0, "t::c": 1.0, "t::d": 0.1}
+    assert [m.uncached(k) for k in ("study", "judged", "ret", "ret[x=1]", "t::c", "t::d")] \
+        == [True, True, False, False, False, True]
+    # a fresh figure replaces one from the cache, and says so
+    again = m.merged(CostBook({"ret": 20.0}, {"t::c": 4.0}))
+    assert (again.fixtures["ret"], again.tests["t::c"], again.cached) == (20.0, 4.0, {"judged": 0.05, "t::d": 0.1})
     path = tmp_path / "costs.json"
     path.write_text(json.dumps(m.to_json()))
     assert CostBook.load(path) == m
+
+
+def test_a_fixture_s_average_is_over_every_instance_any_run_measured():
+    """A run that indexed one dataset keeps the other's figure from the book, and the fixture's average (what a
+    dataset never indexed reads) is over both, each once."""
+    book = CostBook({"index[ds=x]": 10.0, "index[ds=y]": 190.0}, fixture_calls={"index[ds=x]": 0, "index[ds=y]": 0},
+                    cached={"index[ds=y]": 0.5}).averaged()
+    assert (book.fixtures["index"], book.fixture_calls["index"], book.cached["index"]) == (100.0, 0, 0.25)
+    later = book.merged(CostBook({"index[ds=x]": 30.0, "index": 30.0}, fixture_calls={"index[ds=x]": 0, "index": 0}))
+    assert later.fixtures == {"index[ds=x]": 30.0, "index[ds=y]": 190.0, "index": 110.0}
+    assert later.fixture_s("index[ds=new]") == 110.0
+    # an unparametrised fixture keeps its own figure
+    assert CostBook({"study": 7.0}).averaged().fixtures == {"study": 7.0}
 
 
 def test_plan_order_runs_the_plan_first_and_keeps_linked_items_together():
@@ -236,36 +255,49 @@ def test_book_from_results_by_hand():
         {"kind": "fixture", "scope": "session", "name": "fixture index[ds=x]", "wall_s": 12.0, "count": 1},
         {"kind": "fixture", "scope": "session", "name": "fixture index[ds=y]", "wall_s": 180.0, "count": 2,
          "llm_calls": 1},
-        {"kind": "setup", "name": "setup t.py::a", "wall_s": 0.5},
+        {"kind": "setup", "name": "setup t.py::a", "wall_s": 0.5, "llm_calls": 2},
         {"kind": "call", "name": "call t.py::a", "wall_s": 4.0, "cache_hits": 2},
         {"kind": "teardown", "name": "teardown t.py::a", "wall_s": 0.25},
         {"kind": "call", "name": "call t.py::b", "wall_s": 1.0},
         {"kind": "call", "name": "call t.py::a2", "wall_s": 2.0},
+        {"kind": "call", "name": "call t.py::crash", "wall_s": 0.5},
+        {"kind": "call", "name": "call t.py::strict", "wall_s": 0.5},
+        {"kind": "call", "name": "call t.py::one", "wall_s": 0.5},
         {"kind": "setup", "name": "setup t.py::c", "wall_s": 0.001},
         {"kind": "setup", "name": "setup t.py::nospec", "wall_s": 0.002},
         {"kind": "teardown", "name": "teardown t.py::nospec", "wall_s": 0.001}]},
         "specs": [{"id": "A", "verdict": "refuted", "datasets": [
                       {"dataset": "x", "verdict": "refuted", "n": 10, "queries_used": 20},
-                      {"dataset": "w", "verdict": "inconclusive", "n": 30, "queries_needed": 90}]},
+                      {"dataset": "w", "verdict": "inconclusive", "n": 30, "queries_needed": 90},
+                      {"dataset": "v", "verdict": "not run"}, {"dataset": "u", "verdict": "inconclusive"}]},
                   {"id": "B", "verdict": "inconclusive", "queries_needed": 61.2, "n": 30, "datasets": [
                       {"dataset": "y", "verdict": "inconclusive", "queries_needed": 61.2, "n": 30},
-                      {"dataset": "z", "verdict": "inconclusive", "queries_needed": "never", "n": 30}]}],
+                      {"dataset": "z", "verdict": "inconclusive", "queries_needed": "never", "n": 30}]},
+                  {"id": "C", "verdict": "pass", "datasets": [{"dataset": "", "verdict": "pass"}]}],
         "tests": [{"nodeid": "t.py::a", "spec_id": "A", "outcome": "failed", "dataset": "x"},
                   {"nodeid": "t.py::a2", "spec_id": "A", "outcome": "passed", "dataset": "w"},
+                  # broke before its check (its entry reads "not run"): it ended in error, shown early next time
+                  {"nodeid": "t.py::crash", "spec_id": "A", "outcome": "failed", "dataset": "v"},
+                  # inconclusive under --strict-verdicts: failed, and still undecided
+                  {"nodeid": "t.py::strict", "spec_id": "A", "outcome": "failed", "dataset": "u"},
+                  {"nodeid": "t.py::one", "spec_id": "C", "outcome": "passed", "dataset": ""},
                   {"nodeid": "t.py::b", "spec_id": "B", "outcome": "passed", "dataset": "z"},
                   {"nodeid": "t.py::c", "spec_id": "B", "outcome": "budget", "dataset": "y"}]}
     book = book_from_results(results, "here")
+    # the average is each instance once: (12 + 90) / 2
     assert book.fixtures == {"store": 15.0, "study": 7.0, "judged": 1.0, "index[ds=x]": 12.0,
-                             "index[ds=y]": 90.0, "index": 64.0}
+                             "index[ds=y]": 90.0, "index": 51.0}
     # model calls (cache hits included) per set-up, rounded up: an index calls none, so the pace leaves it alone
     assert book.fixture_calls == {"store": 0, "study": 120, "judged": 1, "index[ds=x]": 0, "index[ds=y]": 1,
                                   "index": 1}
     assert [book.calls_the_model(f) for f in ("store", "study", "judged", "never-seen")] == [False, True, True, True]
-    assert book.tests == {"t.py::a": 4.75, "t.py::a2": 2.0, "t.py::b": 1.0}
-    # the calls each figure had from the cache: such a figure never replaces one measured without (`merged`)
-    assert book.cached == {"study": 30, "judged": 1, "t.py::a": 2}
+    assert book.tests == {"t.py::a": 4.75, "t.py::a2": 2.0, "t.py::b": 1.0, "t.py::crash": 0.5,
+                          "t.py::strict": 0.5, "t.py::one": 0.5}
+    # the share of each figure's calls answered from the cache (`merged` keeps one measured with its calls made)
+    assert book.cached == {"study": 0.25, "judged": 1.0, "t.py::a": 0.5}
     # decided on the test's own dataset: a claim refuted on x is not decided on w
-    assert book.decided == {"t.py::a": True, "t.py::a2": False, "t.py::b": False}
+    assert book.decided == {"t.py::a": True, "t.py::a2": False, "t.py::crash": True, "t.py::strict": False,
+                            "t.py::one": True, "t.py::b": False}
     # what each test's own dataset entry says of the queries its claim needs (a test the run cut measured nothing)
     assert book.needed == {"t.py::a": {"queries": 20, "why": "decided (refuted) on 20 queries"},
                            "t.py::a2": {"queries": 90, "why": "80% power, estimated from 30 queries"},
@@ -463,7 +495,7 @@ def test_the_book_is_rescaled_to_the_runs_pace():
     for i, key in enumerate(("a", "b")):
         hooks._running[key], hooks._meter[key] = 10.0, METER.snapshot()
         METER.call(300, 20)  # it calls the model
-        hooks.pytest_runtest_logreport(Report(key, "setup", 500.0))  # no set-up of the model's: not its pace
+        hooks.pytest_runtest_logreport(Report(key, "setup", 500.0))  # a set-up the budget never admitted: unread
         hooks.pytest_runtest_logreport(Report(key, "call", 30.0))
         assert hooks.scale == (1.0 if i == 0 else 3.0)  # 10 estimated seconds are too few to judge the pace by
     hooks._running["machine"], hooks._meter["machine"] = 10.0, METER.snapshot()
@@ -639,7 +671,7 @@ def test_a_set_up_that_waits_on_the_model_sets_the_pace():
     set_up(hooks, {"study", "wider"}, 40, 80.0)
     assert hooks.scale == 1.0
     # a book whose study was answered from the cache (a run after another): a fresh set-up would read slow
-    hooks = _paced_hooks(CostBook({"study": 40.0}, fixture_calls={"study": 40}, cached={"study": 40}))
+    hooks = _paced_hooks(CostBook({"study": 40.0}, fixture_calls={"study": 40}, cached={"study": 1.0}))
     set_up(hooks, {"study"}, 40, 80.0)
     assert hooks.scale == 1.0
     # a dataset's own index is taken at its own figure, not at the fixture's average
@@ -651,3 +683,19 @@ def test_a_set_up_that_waits_on_the_model_sets_the_pace():
     # and so the allocator costs each index: its own figure, a dataset never indexed at the average
     assert {k: hooks.allocator.fixture_s[k] for k in ("study", "index[ds=small]", "index[ds=new]")} \
         == {"study": 80.0, "index[ds=small]": 5.0, "index[ds=new]": 100.0}
+
+
+@pytest.mark.parametrize("params, dataset", [
+    ({"rag_dataset_name": "cranfield"}, "cranfield"),
+    ({"rag_dataset_name": "/data/mine"}, "mine"),
+    ({"rag_negatives_name": "freshqa"}, "freshqa"),  # E2E4-FR6-3-PUBLIC: one test per out-of-KB set
+    ({"rag_judge": "local/x"}, ""),
+    (None, ""),
+])
+def test_a_test_names_the_dataset_its_claim_reads(params, dataset):
+    """The dataset a protocol test's record names, which its row's entries and the cost book's decision per
+    dataset are read by (a test on an out-of-KB set names that set, not the row)."""
+    from harness.plugin.hooks import _dataset_of
+
+    item = type("Item", (), {"callspec": type("Spec", (), {"params": params})() if params is not None else None})()
+    assert _dataset_of(item) == dataset

@@ -110,11 +110,12 @@ def pytest_configure(config: pytest.Config) -> None:
 
 # ---------------------------------------------------------------- binding tests to specs
 def _dataset_of(item: pytest.Item) -> str:
-    """The configured dataset a protocol claim's test instance measures (its `rag_dataset_name`), or ''."""
+    """The configured dataset a protocol claim's test instance measures (its `rag_dataset_name`, or the out-of-KB
+    set of `rag_negatives_name`), or ''."""
     from harness.plugin.protocol import dataset_label
 
-    callspec = getattr(item, "callspec", None)
-    name = callspec and callspec.params.get("rag_dataset_name")
+    params = getattr(getattr(item, "callspec", None), "params", {})
+    name = params.get("rag_dataset_name", params.get("rag_negatives_name"))
     return dataset_label(name) if isinstance(name, str) else ""
 
 

@@ -18,11 +18,11 @@ _PLAIN = re.compile(r"[\w.\-/]+")
 
 def _param_id(callspec: Any, name: str) -> str:
     """A parametrised fixture's instance as a key that holds from run to run: its value where that is a plain
-    name or number (a dataset's name), else its index among the parameters."""
+    name or number (a dataset's name), else `#` and its index among the parameters."""
     value = callspec.params.get(name)
     if isinstance(value, (str, int)) and not isinstance(value, bool) and _PLAIN.fullmatch(str(value)):
         return str(value)
-    return str(callspec.indices[name])
+    return f"#{callspec.indices[name]}"
 
 
 def _key(info: Any, callspec: Any, name: str) -> str:
