@@ -365,7 +365,11 @@ def test_the_packaged_prior_loads_and_names_its_source():
     from harness.plugin.budget import prior_book
 
     book = prior_book()
-    assert book.tests and book.fixtures and "6af13a0" in book.source and "every protocol test" in book.source
+    assert book.tests and book.fixtures and "e95ec3e" in book.source and "every protocol test" in book.source
+    # each dataset's index apart, and their mean for a dataset no run has indexed
+    small, large = (book.fixtures[f"rag_dense_store[rag_dataset_name={d}]"] for d in ("cranfield", "halueval-qa"))
+    assert small < large and book.fixture_s("rag_dense_store[rag_dataset_name=mine]") == pytest.approx(
+        (small + large) / 2)
 
 
 def _scores(n: int = 30, d: float = 0.02, seed: int = 3) -> tuple[np.ndarray, np.ndarray]:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 import re
 from dataclasses import dataclass
-from typing import Any, Callable, Iterable, Mapping
+from typing import Any, Callable, Iterable, Mapping, Sequence
 
 import numpy as np
 
@@ -176,9 +176,11 @@ def _whole_depth(qrels: Qrels, run: RunLike) -> int:
     return max((max(len(run.get(q, ())), sum(g >= 0 for g in qrels[q].values())) for q in qrels), default=0)
 
 
-def evaluate(qrels: Qrels, run: RunLike, measures: Iterable[str | Measure], *, level: int = 1
-             ) -> dict[str, np.ndarray]:
-    """Per-query values for several measures from one relevance matrix (grade >= `level` relevant, trec_eval -l)."""
+def evaluate(qrels: Qrels, run: RunLike, measures: Iterable[str | Measure], *, level: int = 1,
+             order: Sequence[str] | None = None) -> dict[str, np.ndarray]:
+    """Per-query values for several measures from one relevance matrix (grade >= `level` relevant, trec_eval -l),
+    in the judged queries' id order (`sorted(qrels)`), or in `order` (each a judged query: the order they were
+    drawn in, which a sequential claim's looks and its recorded outcomes read)."""
     ms = parse_measures(measures)
     if not ms:
         return {}
@@ -186,7 +188,15 @@ def evaluate(qrels: Qrels, run: RunLike, measures: Iterable[str | Measure], *, l
     if any(m.k is None or not m._in_matrix_family for m in ms):  # trec_eval's measures read every hit
         depth = max(depth, _whole_depth(qrels, run))
     mat = relevance_matrix(qrels, run, depth, level)
-    return {str(m): m.values(mat) for m in ms}
+    values = {str(m): m.values(mat) for m in ms}
+    if order is None:
+        return values
+    at = {q: i for i, q in enumerate(mat.query_ids)}
+    missing = [q for q in order if q not in at]
+    if missing:
+        raise KeyError(f"evaluate: {len(missing)} queries in `order` have no judgements, e.g. {missing[0]!r}")
+    index = np.fromiter((at[q] for q in order), np.int64, len(order))
+    return {name: v[index] for name, v in values.items()}
 
 
 def summarize(values: np.ndarray, how: str = "mean") -> float:

@@ -27,13 +27,15 @@ pytestmark = pytest.mark.benchmark
 
 
 def _recall_at_10(dataset, runs: dict[str, list[str]]) -> np.ndarray:
+    """Per query, in the runs' order (the order the queries were drawn)."""
     qrels = {q: dataset.qrels[q] for q in runs}
-    return evaluate(qrels, runs, ["Recall@10"])["Recall@10"]
+    return evaluate(qrels, runs, ["Recall@10"], order=list(runs))["Recall@10"]
 
 
 def _ndcg_at_10(dataset, runs: dict[str, list[str]]) -> np.ndarray:
+    """Per query, in the runs' order (the order the queries were drawn)."""
     qrels = {q: dataset.qrels[q] for q in runs}
-    return evaluate(qrels, runs, ["nDCG@10"])["nDCG@10"]
+    return evaluate(qrels, runs, ["nDCG@10"], order=list(runs))["nDCG@10"]
 
 
 def _failure_rates(arm: Arm) -> dict:
@@ -66,8 +68,12 @@ def _compare(check_sequential, spec_id, dataset, base: LazyArm, cand: LazyArm, *
     score = _recall_at_10 if metric == "Recall@10" else _ndcg_at_10
 
     def arms(n: int):
+        """Both arms over the first n queries drawn, and each query's score in the order they were drawn: the looks'
+        confidence sequence, the recorded outcomes and the per-query table all read them in that order."""
         b_arm, c_arm = base.upto(n), cand.upto(n)
-        return b_arm, c_arm, score(dataset, b_arm.runs), score(dataset, {q: ids[:10] for q, ids in c_arm.runs.items()})
+        drawn = [r.query_id for r in c_arm.results]
+        return (b_arm, c_arm, score(dataset, {q: b_arm.runs[q] for q in drawn}),
+                score(dataset, {q: c_arm.runs[q][:10] for q in drawn}))
 
     def measure_at(n: int, confidence: float):
         _, c_arm, b, c = arms(n)
