@@ -293,11 +293,11 @@ class BudgetSettings(_Strict):
     """How `--budget` weighs the claims it shares one wall-time budget among (harness.budget; docs/budget.md)."""
 
     comparative_weight: float = Field(
-        default=5.0, ge=1.0, le=100.0,
+        default=3.0, ge=1.0, le=100.0,
         description="What a comparative claim's decision (supported or refuted, from an interval or a test) is worth "
                     "against a point check's (pass or fail on one figure) when the budget picks what to run: 1 weighs "
-                    "every decision alike; 5, the smallest weight whose plan for the main job takes every comparative "
-                    "claim its book's whole run decided, at that run's machine's pace.")
+                    "every decision alike; 3, the smallest weight whose plan for the main job takes every comparative "
+                    "claim of its book's whole run that fits, bar CRAG-005 (docs/budget.md).")
 
 
 class HarnessSettings(_Strict):

@@ -162,7 +162,7 @@ def _order(result: pytest.RunResult) -> list[str]:
 def test_a_comparative_claim_s_decision_is_worth_the_configured_weight(project: pytest.Pytester):
     """SEQ (decided by an interval), DEAR and LATER (point checks), all as likely decided, the checks cheaper, room
     for one of the three. DEAR asks before SEQ (pytest's order within a module), LATER after it (another module).
-    At the default weight (5) the comparative claim's decision is worth more per second: DEAR is kept out for it,
+    At the default weight (3) the comparative claim's decision is worth more per second: DEAR is kept out for it,
     and SEQ goes ahead of LATER. With `harness.budget.comparative_weight: 1` each check is worth more per second
     than SEQ: DEAR runs, and SEQ is kept out for LATER."""
     project.makepyfile(test_later="import pytest\n\n@pytest.mark.benchmark\n@pytest.mark.spec('CHEAP')\n"
@@ -175,7 +175,7 @@ def test_a_comparative_claim_s_decision_is_worth_the_configured_weight(project: 
     _, rows, data = _run(project, *args)
     assert rows["SEQ"]["verdict"] == "inconclusive" and list(data["budget"]["refused"]) == [
         "test_claims.py::test_dear[DEAR]"]  # LATER asks once SEQ has run (in no time): there is room again
-    assert data["budget"]["comparative_weight"] == 5.0
+    assert data["budget"]["comparative_weight"] == 3.0
     (project.path / "rag.yaml").write_text("harness:\n  budget:\n    comparative_weight: 1\n")
     _costs(project, costs, dict.fromkeys(costs, True))  # the run kept what it measured: the same book again
     _, rows, data = _run(project, *args, "-o", "harness_config=rag.yaml")
