@@ -21,6 +21,7 @@ from pathlib import Path
 
 import pytest
 
+from harness.budget import DECIDED_VERDICTS
 from harness.catalogue import PROTOCOL_CATALOGUE, load_catalogue
 from harness.config import SequentialSettings
 from harness.recorded import replay_check
@@ -79,6 +80,15 @@ def test_the_budgeted_run_is_the_whole_run_cut_where_its_budget_stopped_it():
     assert compared == len(_checks("budgeted"))
 
 
+def test_the_two_runs_differ_where_the_budget_stopped_a_claim():
+    """The comparison above tells the runs apart: the budget stopped at least one claim with recorded outcomes at
+    an earlier look than the whole protocol took (two identical runs would pass every test above)."""
+    whole = {_key(c): c for c in _checks("whole")}
+    cut = [_key(c) for c in _checks("budgeted")
+           if len(c["context"]["sequential"]["history"]) < len(whole[_key(c)]["context"]["sequential"]["history"])]
+    assert cut, "the budget stopped no claim with outcomes before the whole run's last look"
+
+
 def test_cut_at_any_look_a_claim_reads_its_own_verdict_or_none():
     for check in _checks("whole"):
         spec, taken = _spec(check["spec_id"]), len(check["context"]["sequential"]["history"])
@@ -91,7 +101,6 @@ def test_cut_at_any_look_a_claim_reads_its_own_verdict_or_none():
 def test_every_claim_both_runs_decided_reads_the_same():
     runs = _runs()
     budgeted, whole = runs["budgeted"]["verdicts"], runs["whole"]["verdicts"]
-    decided = ("supported", "refuted", "pass", "fail", "error")
-    both = [k for k in budgeted if budgeted[k] in decided and whole.get(k) in decided]
+    both = [k for k in budgeted if budgeted[k] in DECIDED_VERDICTS and whole.get(k) in DECIDED_VERDICTS]
     assert both, "no claim decided in both runs"
     assert {k: budgeted[k] for k in both} == {k: whole[k] for k in both}
