@@ -80,13 +80,16 @@ def test_the_budgeted_run_is_the_whole_run_cut_where_its_budget_stopped_it():
     assert compared == len(_checks("budgeted"))
 
 
-def test_the_two_runs_differ_where_the_budget_stopped_a_claim():
+def test_the_two_runs_differ_only_where_the_budget_stopped_a_claim():
     """The comparison above tells the runs apart: the budget stopped at least one claim with recorded outcomes at
-    an earlier look than the whole protocol took (two identical runs would pass every test above)."""
+    an earlier look than the whole protocol took (two identical runs would pass every test above), and on the same
+    draws a claim stops earlier in the budgeted run only where its row says the budget stopped it."""
     whole = {_key(c): c for c in _checks("whole")}
-    cut = [_key(c) for c in _checks("budgeted")
-           if len(c["context"]["sequential"]["history"]) < len(whole[_key(c)]["context"]["sequential"]["history"])]
-    assert cut, "the budget stopped no claim with outcomes before the whole run's last look"
+    shorter = {_key(c): c["context"]["sequential"] for c in _checks("budgeted")
+               if len(c["context"]["sequential"]["history"]) < len(whole[_key(c)]["context"]["sequential"]["history"])}
+    assert shorter, "the budget stopped no claim with outcomes before the whole run's last look"
+    for key, sequential in shorter.items():
+        assert sequential.get("budget") and "within the budget" in sequential.get("stopped", ""), key
 
 
 def test_cut_at_any_look_a_claim_reads_its_own_verdict_or_none():
