@@ -161,12 +161,17 @@ class ModelPrice(_Strict):
         return (prompt_tokens * self.input_per_mtok + completion_tokens * self.output_per_mtok) / 1e6
 
 
+API_TIMEOUT_S = 60.0  # an API model's call: longer than any answer the protocol asks for, short for a lost one
+
+
 class LLMSettings(_Strict):
     """The run's LLM clients (`harness.llm`)."""
 
     model: str = Field(default=DEFAULT_LOCAL_MODEL, description="The run's LLM: a litellm model string or a local/* "
                                                                 "alias (--llm overrides it).")
-    timeout_s: float = Field(default=60.0, description="Seconds a call may take before it times out.")
+    timeout_s: float | None = Field(default=None, gt=0, description="Seconds a call may take before it times out; "
+                                                                  "unset: 60 for API models, local_timeout_s for "
+                                                                  "local/*.")
     max_attempts: int = Field(default=3, description="Attempts per call: 500s and timeouts are retried, up to this "
                                                      "many attempts in all (429s wait without using one).")
     backoff_s: float = Field(default=1.0, description="Wait before the first retry, doubled at each further one (1 s, "
@@ -180,6 +185,10 @@ class LLMSettings(_Strict):
     local_threads: int = Field(default=1, ge=1, description="Threads of the local llama.cpp server (on 2 cores shared "
                                                             "with embedding and reranking, 2 collapse whenever the "
                                                             "other core is busy).")
+    local_timeout_s: float = Field(default=300.0, gt=0, description="Seconds a call to the local server may take "
+                                                                    "(its requests wait for one another's slots on "
+                                                                    "one thread: Qwen2.5-Coder-1.5B's HyDE calls took "
+                                                                    "over 60 s at 4 slots on 2 cores).")
     requests_per_minute: float | None = Field(
         default=None, gt=0, description="Client-side limit on requests per minute; unset: none.")
     tokens_per_minute: float | None = Field(
@@ -198,6 +207,12 @@ class LLMSettings(_Strict):
 
     def price_for(self, model: str) -> ModelPrice | None:
         return self.prices.get(model)
+
+    def timeout_for(self, model: str) -> float:
+        """`timeout_s`, or its default for the model: `local_timeout_s` for `local/*`, 60 s for anything else."""
+        if self.timeout_s is not None:
+            return self.timeout_s
+        return self.local_timeout_s if model.startswith("local/") else API_TIMEOUT_S
 
     def concurrency_for(self, model: str) -> int:
         """`concurrency`, or its default for the model: `local_parallel` for `local/*`, 8 for anything else."""

@@ -237,6 +237,21 @@ def test_local_model_lookup_routes_and_split_packages(tmp_path, monkeypatch):
 
 
 @pytest.mark.unit
+def test_a_local_model_waits_longer_than_an_api_model_unless_a_timeout_is_set():
+    """The local server's requests queue for its slots on one thread (Qwen2.5-Coder-1.5B's HyDE calls took over
+    60 s at 4 slots on 2 cores, and every retry started the answer again): its default is `local_timeout_s`."""
+    from harness.config_models import API_TIMEOUT_S, LLMSettings
+
+    default, mine = LLMSettings(), LLMSettings(timeout_s=7, local_timeout_s=900)
+    local = LLMClient.from_settings(default, "local/qwen2.5-coder-1.5b", model="openai/qwen2.5-coder-1.5b")
+    api = LLMClient.from_settings(default, "openai/gpt-4o-mini")
+    assert (local.timeout_s, api.timeout_s) == (default.local_timeout_s, API_TIMEOUT_S) == (300.0, 60.0)
+    assert LLMClient.from_settings(mine, "local/x", model="openai/x").timeout_s == 7
+    assert LLMClient.from_settings(LLMSettings(local_timeout_s=900), "local/x", model="openai/x").timeout_s == 900
+    assert LLMClient.from_settings(LLMSettings(local_timeout_s=900), "anthropic/y").timeout_s == API_TIMEOUT_S
+
+
+@pytest.mark.unit
 def test_with_cache_keeps_settings(tmp_path):
     c = LLMClient("openai/x", api_base="http://127.0.0.1:1/v1", api_key="k", timeout_s=5, max_attempts=2,
                   backoff_s=0.5, concurrency=3, label="local/x", extra={"top_p": 0.9})

@@ -100,7 +100,7 @@ class LLMClient:
         """A client with the configuration's LLM settings (`harness.llm`) for the model `label`: its price and
         concurrency bound are looked up under that label. `model` is the litellm string where it differs (a
         local server's); `overrides` replace any other argument."""
-        kw: dict[str, Any] = dict(api_base=settings.api_base, timeout_s=settings.timeout_s,
+        kw: dict[str, Any] = dict(api_base=settings.api_base, timeout_s=settings.timeout_for(label),
                                   max_attempts=settings.max_attempts, backoff_s=settings.backoff_s,
                                   concurrency=settings.concurrency_for(label),
                                   requests_per_minute=settings.requests_per_minute,
