@@ -16,6 +16,7 @@ from pydantic import BaseModel
 
 from harness.llm.cache import ResponseCache
 from harness.llm.client import LLMClient, LLMError, StructuredOutputError, extract_json
+from harness.llm.failures import FatalModelError
 
 
 
@@ -33,17 +34,22 @@ class FakeOpenAI:
             def do_POST(self):  # noqa: N802
                 body = json.loads(self.rfile.read(int(self.headers["content-length"])))
                 outer.requests.append({"path": self.path, "headers": dict(self.headers), "body": body})
-                status, content = outer.steps.pop(0) if len(outer.steps) > 1 else outer.steps[0]
+                step = outer.steps.pop(0) if len(outer.steps) > 1 else outer.steps[0]
+                status, content = step[0], step[1]
+                time.sleep(step[2] if len(step) > 2 else 0.0)  # a third item: seconds before it answers
                 payload = (json.dumps({"error": {"message": "boom", "type": "server_error"}}) if status != 200 else
                            json.dumps({"id": "x", "object": "chat.completion", "created": 0, "model": "fake",
                                        "choices": [{"index": 0, "finish_reason": "stop",
                                                     "message": {"role": "assistant", "content": content}}],
                                        "usage": {"prompt_tokens": 7, "completion_tokens": 3, "total_tokens": 10}}))
-                self.send_response(status)
-                self.send_header("content-type", "application/json")
-                self.send_header("content-length", str(len(payload)))
-                self.end_headers()
-                self.wfile.write(payload.encode())
+                try:
+                    self.send_response(status)
+                    self.send_header("content-type", "application/json")
+                    self.send_header("content-length", str(len(payload)))
+                    self.end_headers()
+                    self.wfile.write(payload.encode())
+                except (BrokenPipeError, ConnectionResetError):  # the client timed out and hung up
+                    pass
 
         self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
@@ -97,6 +103,41 @@ def test_three_500s_fail_with_backoff_and_caller_continues(fake):
     out = c.complete_many(["a"])
     assert isinstance(out[0], LLMError) and out[0].attempts == 3
     assert sleeps == [1.0, 2.0] and len(server.requests) == 3 and c.stats.failures == 1
+
+
+@pytest.mark.integration
+@pytest.mark.block_network(allowed_hosts=[r"127\.0\.0\.1$"])  # its API is on loopback
+def test_a_server_that_stops_answering_stops_the_run(fake):
+    """Calls that time out on every attempt, none answered between them, are the server stopped, not one query's
+    failure: the first fail as calls (LLMError, a technique may fall back), the stall_calls-th is fatal, and so is
+    every call after it, copies included."""
+    server = fake([(200, "late", 1.0)])
+    c, sleeps = client(server, timeout_s=0.2, max_attempts=2, concurrency=1, stall_calls=3)
+    for _ in range(2):
+        with pytest.raises(LLMError):
+            c.complete("x")
+    with pytest.raises(FatalModelError) as ei:
+        c.complete("x")
+    assert ei.value.kind == "stalled" and "stopped answering" in str(ei.value) and "timeout_s" in str(ei.value)
+    with pytest.raises(FatalModelError):
+        c.with_role("judge").complete("y")
+    assert len(sleeps) == 3 * 1  # one backoff per call between its two attempts; none after the stop
+
+
+@pytest.mark.integration
+@pytest.mark.block_network(allowed_hosts=[r"127\.0\.0\.1$"])  # its API is on loopback
+def test_an_answer_between_timeouts_keeps_the_run_going(fake):
+    """A slow model that still answers some calls is not a stopped server: each answer starts the count again."""
+    server = fake([(200, "late", 1.0), (200, "late", 1.0), (200, "ok"), (200, "late", 1.0), (200, "late", 1.0),
+                   (200, "ok")])
+    c, _ = client(server, timeout_s=0.2, max_attempts=1, concurrency=1, stall_calls=3)
+    outcomes = []
+    for _ in range(6):
+        try:
+            outcomes.append(c.complete("x").text)
+        except LLMError:
+            outcomes.append("failed")
+    assert outcomes == ["failed", "failed", "ok", "failed", "failed", "ok"]
 
 
 @pytest.mark.integration

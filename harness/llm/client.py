@@ -18,7 +18,7 @@ from harness.llm._litellm import litellm
 from harness.config import LLMSettings, ModelPrice
 from harness.llm.cache import ResponseCache, cache_key
 from harness.llm.clock import REAL_CLOCK, Clock
-from harness.llm.failures import FatalModelError, fatal_error, fatal_kind
+from harness.llm.failures import FatalModelError, fatal_error, fatal_kind, is_timeout
 from harness.llm.limits import RATE_WINDOW_FILE, AdaptiveLimit, RateWindow
 from harness.llm.prices import litellm_price
 from harness.llm.results import ClientStats, LLMError, LLMResult, ReplayMiss, StructuredOutputError, extract_json
@@ -68,7 +68,8 @@ class LLMClient:
                  sleep: Callable[[float], None] | None = None, extra: dict[str, Any] | None = None,
                  price: ModelPrice | None = None, requests_per_minute: float | None = None,
                  tokens_per_minute: float | None = None, max_rate_limit_retries: int = 10,
-                 spend: Spend | None = None, role: str = "pipeline", clock: Clock = REAL_CLOCK):
+                 spend: Spend | None = None, role: str = "pipeline", clock: Clock = REAL_CLOCK,
+                 stall_calls: int | None = None):
         self.model = model
         self.clock = clock  # rate windows, Retry-After pauses, backoff (`sleep` replaces the clock's for backoff)
         self.price = price
@@ -90,6 +91,10 @@ class LLMClient:
         self.stats = ClientStats()
         self._answered = 0  # calls answered (with stats.completion_tokens: the mean answer length, for reservations)
         self._fatal: list[FatalModelError] = []  # shared with copies: once the model cannot be called, no call starts
+        # calls in a row that timed out on every attempt with none answered between them, shared with copies: at
+        # `stall_calls` (default: a wave of calls in flight, at least 3) the server counts as stopped (fatal)
+        self._stalled = [0]
+        self.stall_calls = stall_calls if stall_calls is not None else max(3, self.concurrency)
         if spend is not None and spend.max_usd is not None and self.unit_price() is None:
             raise ValueError(f"{self.label}: cannot cap the run's cost at ${spend.max_usd}: no price is known for "
                              "this model (declare one under harness.llm.prices)")
@@ -119,10 +124,11 @@ class LLMClient:
                                   extra=self.extra, requests_per_minute=self.requests_per_minute,
                                   tokens_per_minute=self.tokens_per_minute,
                                   max_rate_limit_retries=self.max_rate_limit_retries, price=self.price,
-                                  spend=self.spend, role=self.role, clock=self.clock)
+                                  spend=self.spend, role=self.role, clock=self.clock,
+                                  stall_calls=self.stall_calls)
         kw.update(overrides)
         twin = LLMClient(self.model, **kw)
-        twin._fatal = self._fatal
+        twin._fatal, twin._stalled = self._fatal, self._stalled
         return twin
 
     def with_cache(self, cache: ResponseCache | None) -> "LLMClient":
@@ -295,6 +301,8 @@ class LLMClient:
                 if held is not None and self.spend is not None and not answered:  # a failed request is not billed
                     self.spend.settle(held, 0.0)
             self.limit.succeeded()
+            with self._lock:
+                self._stalled[0] = 0
             latency = self.clock.monotonic() - t0
             result = self._result(resp, latency, attempt)
             if self.spend is not None:
@@ -307,6 +315,12 @@ class LLMClient:
             return result
         if last is not None and fatal_kind(last) == "unreachable":
             raise self._trip(last, "unreachable") from last
+        if last is not None and is_timeout(last):
+            with self._lock:
+                self._stalled[0] += 1
+                stalled = self._stalled[0] >= self.stall_calls
+            if stalled:
+                raise self._trip(last, "stalled") from last
         with self._lock:
             self.stats.failures += 1
         raise LLMError(f"{self.label}: failed after {self.max_attempts} attempts: {type(last).__name__}: {last}",

@@ -69,7 +69,15 @@ def fatal_kind(exc: BaseException) -> str | None:
 
 
 KIND_TEXT = {"unreachable": "the model's server cannot be reached", "unknown model": "unknown provider or model",
-             "missing key": "no API key", "rejected key": "the API key was rejected"}
+             "missing key": "no API key", "rejected key": "the API key was rejected",
+             "stalled": ("the model's server stopped answering: calls in a row timed out on every attempt, none "
+                         "answered between them (a slower model needs a longer harness.llm.timeout_s, or "
+                         "local_timeout_s for the local one)")}
+
+
+def is_timeout(exc: BaseException) -> bool:
+    """Whether `exc` (or its cause) is a call that timed out."""
+    return any(type(e).__name__ in _TIMEOUT_TYPES for e in _chain(exc))
 
 
 def fatal_error(label: str, exc: BaseException, kind: str) -> FatalModelError:
