@@ -85,6 +85,7 @@ def test_a_look_s_outcomes_cut_at_an_earlier_look_give_that_look_s_effect(metric
         assert (c, b) == pytest.approx((_score(dataset, cand, q.id, metric), _score(dataset, base, q.id, metric)))
     # the report's per-query table: each id beside its own two scores
     table = seen["final"](30)["per_query"]
+    assert table["ids"] == [q.id for q in drawn]
     for q, b, c in zip(table["ids"], table["baseline"], table["candidate"]):
         assert (c, b) == pytest.approx((_score(dataset, cand, q, metric), _score(dataset, base, q, metric)), abs=1e-4)
 

@@ -16,6 +16,7 @@ from pydantic import BaseModel, ValidationError
 
 from harness.llm._litellm import litellm
 from harness.config import LLMSettings, ModelPrice
+from harness.config_models import API_TIMEOUT_S
 from harness.llm.cache import ResponseCache, cache_key
 from harness.llm.clock import REAL_CLOCK, Clock
 from harness.llm.failures import FatalModelError, fatal_error, fatal_kind, is_timeout
@@ -63,7 +64,7 @@ class LLMClient:
     """
 
     def __init__(self, model: str, *, api_base: str | None = None, api_key: str | None = None,
-                 timeout_s: float = 60.0, max_attempts: int = 3, backoff_s: float = 1.0, concurrency: int = 4,
+                 timeout_s: float = API_TIMEOUT_S, max_attempts: int = 3, backoff_s: float = 1.0, concurrency: int = 4,
                  cache: ResponseCache | None = None, label: str | None = None,
                  sleep: Callable[[float], None] | None = None, extra: dict[str, Any] | None = None,
                  price: ModelPrice | None = None, requests_per_minute: float | None = None,
